@@ -1,0 +1,88 @@
+/**
+ * The error vocabulary of gatekept. A gate REJECT is never an error: it is a
+ * result. Errors are for input the user must fix (exit 2) and for failures of
+ * the machinery itself (exit 3).
+ */
+
+export const EXIT = {
+  pass: 0,
+  reject: 1,
+  badInput: 2,
+  internal: 3,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** Codes name the kind of failure; the CLI maps each kind to an exit code. */
+export type ErrorCode =
+  // bad input (exit 2)
+  | 'BAD_ARGUMENT'
+  | 'BAD_POLICY'
+  | 'BAD_SEED'
+  | 'BAD_DATASET'
+  | 'FILE_NOT_FOUND'
+  | 'OUT_DIR_NOT_EMPTY'
+  | 'OUT_DIR_UNWRITABLE'
+  | 'PYTHON_NOT_FOUND'
+  | 'PYTHON_TOO_OLD'
+  | 'PYTHON_PACKAGE_MISSING'
+  | 'VERIFIER_NOT_FOUND'
+  | 'VERIFIER_IMPORT_FAILED'
+  | 'VERIFIER_IMPORT_TIMEOUT'
+  | 'VERIFIER_NOT_CALLABLE'
+  // internal or harness failure (exit 3)
+  | 'HARNESS_FAILED'
+  | 'HARNESS_PROTOCOL'
+  | 'ENV_START_FAILED'
+  | 'INTERNAL';
+
+const INTERNAL_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'HARNESS_FAILED',
+  'HARNESS_PROTOCOL',
+  'ENV_START_FAILED',
+  'INTERNAL',
+]);
+
+export class GatekeptError extends Error {
+  readonly code: ErrorCode;
+  /** What the user should do about it, in one sentence. */
+  readonly suggestion: string | undefined;
+  /** Extra lines (one per invalid field, a stderr tail...). */
+  readonly details: readonly string[];
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { suggestion?: string; details?: readonly string[]; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatekeptError';
+    this.code = code;
+    this.suggestion = options.suggestion;
+    this.details = options.details ?? [];
+  }
+
+  get exitCode(): ExitCode {
+    return INTERNAL_CODES.has(this.code) ? EXIT.internal : EXIT.badInput;
+  }
+}
+
+export function isGatekeptError(value: unknown): value is GatekeptError {
+  return value instanceof GatekeptError;
+}
+
+/** Render an error for a terminal: message, details, then the suggestion. */
+export function formatError(error: unknown): string {
+  if (isGatekeptError(error)) {
+    const lines = [`error [${error.code}]: ${error.message}`];
+    for (const detail of error.details) lines.push(`  - ${detail}`);
+    if (error.suggestion) lines.push(`  fix: ${error.suggestion}`);
+    return lines.join('\n');
+  }
+  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return `internal error: ${message}\n  this is a bug in gatekept; please report it with the command you ran.`;
+}
+
+export function exitCodeFor(error: unknown): ExitCode {
+  return isGatekeptError(error) ? error.exitCode : EXIT.internal;
+}
