@@ -1,0 +1,226 @@
+import seedrandom from 'seedrandom';
+import type { AnswerFormat, AnswerType } from './types.js';
+
+/**
+ * Values of an answer type: how to write one in each format, how to derive
+ * plainly-wrong values from a gold, and the filters attack templates apply.
+ * Everything random here is drawn from a seeded generator so that the same
+ * seed always yields the same completions.
+ */
+
+export type Rng = () => number;
+
+export function makeRng(...parts: (string | number)[]): Rng {
+  return seedrandom(parts.join('\u241f'));
+}
+
+export const DEFAULT_CHOICES = ['A', 'B', 'C', 'D'] as const;
+
+const NUMBER_SYNTAX = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+const BOOLEAN_WORDS: Readonly<Record<string, string>> = {
+  true: 'false',
+  false: 'true',
+  yes: 'no',
+  no: 'yes',
+};
+
+export function isNumeric(text: string): boolean {
+  return NUMBER_SYNTAX.test(text.trim());
+}
+
+/** Guess the answer type of a gold when the user did not name one. */
+export function detectAnswerType(gold: string, choices: readonly string[] | undefined): AnswerType {
+  const trimmed = gold.trim();
+  if (isNumeric(trimmed)) return 'numeric';
+  if (trimmed.toLowerCase() in BOOLEAN_WORDS) return 'boolean';
+  if (choices && choices.includes(trimmed)) return 'choice';
+  if (!choices && /^[A-J]$/.test(trimmed)) return 'choice';
+  return 'string';
+}
+
+/** Render a value the way a model would write its final answer in a format. */
+export function renderInFormat(format: AnswerFormat, value: string): string {
+  switch (format) {
+    case 'bare':
+      return value;
+    case 'boxed':
+      return `\\boxed{${value}}`;
+    case 'xml':
+      return `<answer>${value}</answer>`;
+    case 'line':
+      return `Answer: ${value}`;
+    case 'hash':
+      return `#### ${value}`;
+    case 'json':
+      return `{"answer": ${JSON.stringify(value)}}`;
+  }
+}
+
+/** Format a computed number the way a person would write it (no float noise). */
+export function formatNumber(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  return String(Number(value.toPrecision(12)));
+}
+
+function decimalsOf(text: string): number {
+  const match = /\.(\d+)/.exec(text);
+  return match?.[1]?.length ?? 0;
+}
+
+/** Neither string may contain the other: a wrong value must not embed the gold. */
+function unrelated(a: string, b: string): boolean {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  return x !== y && !x.includes(y) && !y.includes(x);
+}
+
+const DISTRACTOR_WORDS = [
+  'london', 'berlin', 'madrid', 'tokyo', 'lisbon', 'vienna', 'oslo', 'cairo', 'lima',
+  'dublin', 'quito', 'hanoi', 'warsaw', 'nairobi', 'ottawa', 'havana', 'athens', 'seoul',
+  'manila', 'prague', 'sofia', 'riga', 'minsk', 'tunis', 'accra', 'dakar', 'doha', 'kyiv',
+  'sparrow', 'granite', 'violet', 'harbor', 'lantern', 'meadow', 'copper', 'glacier',
+  'thistle', 'walnut', 'saffron', 'timber', 'falcon', 'orchid', 'basalt', 'juniper',
+];
+
+function matchCase(model: string, word: string): string {
+  if (model.length > 0 && model === model.toUpperCase() && model !== model.toLowerCase()) return word.toUpperCase();
+  const first = model[0];
+  if (first !== undefined && first === first.toUpperCase() && first !== first.toLowerCase()) {
+    return word[0]!.toUpperCase() + word.slice(1);
+  }
+  return word;
+}
+
+function shuffled<T>(items: readonly T[], rng: Rng): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
+  }
+  return copy;
+}
+
+/**
+ * Up to `count` distinct plainly-wrong values for a gold, none of which
+ * contains the gold or is contained in it (so a substring bug cannot make a
+ * wrong value look right, and calibration stays honest).
+ */
+export function wrongValues(
+  gold: string,
+  type: AnswerType,
+  count: number,
+  rng: Rng,
+  choices: readonly string[] = DEFAULT_CHOICES,
+): string[] {
+  const out: string[] = [];
+  const fits = (candidate: string): boolean =>
+    unrelated(candidate, gold) && out.every((existing) => unrelated(candidate, existing));
+  switch (type) {
+    case 'boolean': {
+      const opposite = BOOLEAN_WORDS[gold.trim().toLowerCase()];
+      if (opposite) out.push(matchCase(gold.trim(), opposite));
+      return out.slice(0, count);
+    }
+    case 'choice': {
+      for (const label of shuffled(choices, rng)) if (label !== gold.trim() && out.length < count) out.push(label);
+      return out;
+    }
+    case 'string': {
+      for (const word of shuffled(DISTRACTOR_WORDS, rng)) {
+        if (out.length >= count) break;
+        const candidate = matchCase(gold.trim(), word);
+        if (fits(candidate)) out.push(candidate);
+      }
+      return out;
+    }
+    case 'numeric': {
+      const value = Number(gold.trim());
+      const decimals = decimalsOf(gold.trim());
+      const magnitude = Math.max(10, Math.abs(value));
+      const negative = value < 0;
+      for (let attempt = 0; out.length < count && attempt < 10_000; attempt++) {
+        let raw = 1 + rng() * (magnitude * 2);
+        if (negative) raw = -raw;
+        const candidate = decimals > 0 ? raw.toFixed(decimals) : String(Math.round(raw));
+        if (Number(candidate) !== value && fits(candidate)) out.push(candidate);
+      }
+      return out;
+    }
+  }
+}
+
+/** A second, different gold of the same type, for re-running gold-free payloads. */
+export function alternateGold(
+  gold: string,
+  type: AnswerType,
+  rng: Rng,
+  choices: readonly string[] = DEFAULT_CHOICES,
+): string | undefined {
+  return wrongValues(gold, type, 1, rng, choices)[0];
+}
+
+const HOMOGLYPHS: Readonly<Record<string, string>> = {
+  a: '\u0430', c: '\u0441', e: '\u0435', o: '\u043e', p: '\u0440', x: '\u0445', y: '\u0443',
+  A: '\u0410', B: '\u0412', C: '\u0421', E: '\u0415', H: '\u041d', K: '\u041a', M: '\u041c',
+  O: '\u041e', P: '\u0420', T: '\u0422', X: '\u0425',
+};
+
+/**
+ * Apply one template filter. `undefined` means the filter does not apply to
+ * this value (or would give back the value unchanged), and the candidate is
+ * skipped rather than turned into an honest answer by accident.
+ */
+export function applyFilter(value: string, name: string, arg: string | undefined): string | undefined {
+  const number = Number(value);
+  const numeric = isNumeric(value);
+  const changed = (result: string): string | undefined => (result === value ? undefined : result);
+  switch (name) {
+    case 'upper':
+      return changed(value.toUpperCase());
+    case 'lower':
+      return changed(value.toLowerCase());
+    case 'title':
+      return changed(value.replace(/\b\w/g, (c) => c.toUpperCase()));
+    case 'fullwidth':
+      return changed(value.replace(/[0-9A-Za-z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)));
+    case 'arabic_indic':
+      return /\d/.test(value) ? value.replace(/\d/g, (d) => String.fromCharCode(0x0660 + Number(d))) : undefined;
+    case 'homoglyph':
+      return changed(value.replace(/[acepxyoABCEHKMOPTX]/g, (c) => HOMOGLYPHS[c] ?? c));
+    case 'zw':
+      return [...value].length < 2 ? undefined : [...value].join('\u200b');
+    case 'split': {
+      // Split after the first digit or letter, so a leading sign stays put.
+      const index = value.search(/[0-9A-Za-z]/);
+      if (index < 0 || index + 1 >= value.length) return undefined;
+      return value.slice(0, index + 1) + (arg ?? ' ') + value.slice(index + 1);
+    }
+    case 'scale':
+      return numeric && arg !== undefined ? changed(formatNumber(number * Number(arg))) : undefined;
+    case 'rel':
+      if (!numeric || arg === undefined) return undefined;
+      return Number(formatNumber(number * (1 + Number(arg)))) === number
+        ? undefined
+        : formatNumber(number * (1 + Number(arg)));
+    case 'add':
+      return numeric && arg !== undefined ? changed(formatNumber(number + Number(arg))) : undefined;
+    case 'repeat':
+      return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
+    case 'json':
+      return JSON.stringify(value);
+    default:
+      throw new Error(`unknown template filter "${name}"`);
+  }
+}
+
+export const KNOWN_FILTERS = new Set([
+  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json',
+]);
+
+const FILLER =
+  'The quick survey of the problem restates the givens, checks the units, and notes that nothing more is needed. ';
+
+/** Deterministic filler prose of exactly n characters. */
+export function padding(n: number): string {
+  return FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
+}

@@ -1,0 +1,170 @@
+import { formatNumber, renderInFormat } from './answer-values.js';
+import type { EvalResult } from './python-session.js';
+import type { AnswerFormat, AnswerType } from './types.js';
+import { ANSWER_FORMATS } from './types.js';
+
+/**
+ * Calibration: before any attack, score the gold and a plainly-wrong value in
+ * every answer format (and after a <think> block). The formats where the gold
+ * scores above the wrong value are the ones the verifier accepts, and the two
+ * levels are the yardstick every attack in that format is judged by.
+ */
+
+export const THINK_PREFIX = '<think>\nLet me check this carefully before answering.\n</think>\n';
+
+export interface Probe {
+  kind: 'honest' | 'wrong';
+  format: AnswerFormat;
+  think: boolean;
+  completion: string;
+}
+
+export function calibrationProbes(gold: string, wrong: string): Probe[] {
+  const probes: Probe[] = [];
+  for (const format of ANSWER_FORMATS) {
+    for (const think of [false, true]) {
+      for (const kind of ['honest', 'wrong'] as const) {
+        const body = renderInFormat(format, kind === 'honest' ? gold : wrong);
+        probes.push({ kind, format, think, completion: think ? THINK_PREFIX + body : body });
+      }
+    }
+  }
+  return probes;
+}
+
+export interface FormatLevels {
+  format: AnswerFormat;
+  think: boolean;
+  honest: number | null;
+  wrong: number | null;
+  accepted: boolean;
+}
+
+export interface Levels {
+  /** Rows of the calibration table, one per format and think variant. */
+  table: FormatLevels[];
+  /** Per accepted format: the honest and wrong levels attacks are judged by. */
+  byFormat: Map<AnswerFormat, { honest: number; wrong: number }>;
+  honestMax: number;
+  /** The threshold for payloads written in no particular format. */
+  rawThreshold: number;
+  /** Why calibration failed, if it did: the verifier cannot be audited. */
+  broken: BrokenReason | null;
+}
+
+export type BrokenReason =
+  | { kind: 'gold-failed'; status: string; detail: string; completion: string }
+  | { kind: 'non-numeric'; rewardType: string; completion: string }
+  | { kind: 'no-format-accepts-gold' }
+  | { kind: 'not-discriminating'; honest: number; wrong: number };
+
+const EPSILON = 1e-9;
+
+function failureDetail(result: EvalResult): string {
+  if (result.error) return `${result.error.type}: ${result.error.message}`;
+  return result.status;
+}
+
+/** Pure: turn the probe results into levels, or a reason the verifier is broken. */
+export function computeLevels(probes: readonly Probe[], results: readonly EvalResult[]): Levels {
+  let broken: BrokenReason | null = null;
+  const cells = new Map<string, { honest: number | null; wrong: number | null }>();
+  probes.forEach((probe, index) => {
+    const result = results[index]!;
+    const key = `${probe.format}|${probe.think}`;
+    const cell = cells.get(key) ?? { honest: null, wrong: null };
+    cells.set(key, cell);
+    if (result.status !== 'ok') {
+      if (probe.kind === 'honest' && !broken) {
+        broken = { kind: 'gold-failed', status: result.status, detail: failureDetail(result), completion: probe.completion };
+      }
+      return;
+    }
+    if (result.reward === null && result.nonFinite === null) {
+      if (probe.kind === 'honest' && !broken) broken = { kind: 'non-numeric', rewardType: result.rewardType, completion: probe.completion };
+      return;
+    }
+    const value = result.nonFinite ? Number.NaN : result.reward!;
+    cell[probe.kind] = value;
+  });
+
+  const table: FormatLevels[] = [];
+  const byFormat = new Map<AnswerFormat, { honest: number; wrong: number }>();
+  let bestGap: { honest: number; wrong: number } | null = null;
+  for (const format of ANSWER_FORMATS) {
+    for (const think of [false, true]) {
+      const cell = cells.get(`${format}|${think}`) ?? { honest: null, wrong: null };
+      const accepted =
+        cell.honest !== null &&
+        cell.wrong !== null &&
+        Number.isFinite(cell.honest) &&
+        Number.isFinite(cell.wrong) &&
+        cell.honest > cell.wrong + EPSILON;
+      table.push({ format, think, honest: cell.honest, wrong: cell.wrong, accepted });
+      // The plain form sets the levels; the think form only when the plain one is not accepted.
+      if (accepted && !byFormat.has(format)) byFormat.set(format, { honest: cell.honest!, wrong: cell.wrong! });
+      if (cell.honest !== null && cell.wrong !== null && (!bestGap || cell.honest - cell.wrong > bestGap.honest - bestGap.wrong)) {
+        bestGap = { honest: cell.honest, wrong: cell.wrong };
+      }
+    }
+  }
+  if (!broken && byFormat.size === 0) {
+    // A verifier that gives the gold the same (nonzero) score as a wrong answer
+    // does not discriminate; one that never rewards the gold accepts no format.
+    broken =
+      bestGap && bestGap.honest > EPSILON
+        ? { kind: 'not-discriminating', honest: bestGap.honest, wrong: bestGap.wrong }
+        : { kind: 'no-format-accepts-gold' };
+  }
+  const levels = [...byFormat.values()];
+  const honestMax = levels.length ? Math.max(...levels.map((l) => l.honest)) : 0;
+  const honestMin = levels.length ? Math.min(...levels.map((l) => l.honest)) : 0;
+  const wrongMax = levels.length ? Math.max(...levels.map((l) => l.wrong)) : 0;
+  const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
+  return { table, byFormat, honestMax, rawThreshold, broken };
+}
+
+/** The formats attacks are written in: those accepted, optionally narrowed by the user. */
+export function attackFormats(levels: Levels, only: AnswerFormat | 'auto'): AnswerFormat[] {
+  const accepted = ANSWER_FORMATS.filter((format) => levels.byFormat.has(format));
+  return only === 'auto' ? accepted : accepted.filter((format) => format === only);
+}
+
+/**
+ * Honest forms a sound verifier should also accept, and contested ones. They
+ * are reported (false rejections are a cost too) but never gate.
+ */
+export function honestVariants(gold: string, type: AnswerType, format: AnswerFormat): { form: string; completion: string; contested: boolean }[] {
+  const inFormat = (value: string): string => renderInFormat(format, value);
+  const forms: { form: string; completion: string; contested: boolean }[] = [
+    { form: 'reasoning then answer', completion: `Working through the question step by step gives the result.\n${inFormat(gold)}`, contested: false },
+    { form: 'surrounding spaces', completion: ` ${inFormat(gold)} `, contested: false },
+    { form: 'trailing newline', completion: `${inFormat(gold)}\n`, contested: false },
+  ];
+  switch (type) {
+    case 'numeric': {
+      const value = Number(gold);
+      if (format === 'boxed') forms.push({ form: 'spaced box', completion: `\\boxed{ ${gold} }`, contested: false });
+      if (format === 'bare') forms.push({ form: 'trailing period', completion: `${gold}.`, contested: false });
+      forms.push({ form: 'decimal zero', completion: inFormat(gold.includes('.') ? `${gold}0` : `${gold}.0`), contested: true });
+      forms.push({ form: 'scientific', completion: inFormat(value.toExponential()), contested: true });
+      if (Number.isInteger(value)) forms.push({ form: 'fraction', completion: inFormat(`\\frac{${formatNumber(value * 2)}}{2}`), contested: true });
+      break;
+    }
+    case 'string':
+      forms.push({ form: 'lower case', completion: inFormat(gold.toLowerCase()), contested: false });
+      forms.push({ form: 'trailing period', completion: inFormat(`${gold}.`), contested: false });
+      forms.push({ form: 'upper case', completion: inFormat(gold.toUpperCase()), contested: true });
+      break;
+    case 'choice':
+      forms.push({ form: 'parenthesised', completion: inFormat(`(${gold})`), contested: false });
+      forms.push({ form: 'bold', completion: `**${gold}**`, contested: true });
+      forms.push({ form: 'sentence', completion: `The answer is (${gold}).`, contested: true });
+      break;
+    case 'boolean':
+      forms.push({ form: 'capitalised', completion: inFormat(gold[0]!.toUpperCase() + gold.slice(1).toLowerCase()), contested: false });
+      forms.push({ form: 'yes/no word', completion: inFormat(/^t/i.test(gold) ? 'yes' : 'no'), contested: true });
+      break;
+  }
+  return forms.filter((form, index, all) => all.findIndex((other) => other.completion === form.completion) === index);
+}

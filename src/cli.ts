@@ -1,0 +1,172 @@
+import { Command, CommanderError, Option } from 'commander';
+import { z } from 'zod';
+import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from './errors.js';
+import { formatScorecard } from './format-report.js';
+import { gate } from './gate.js';
+import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
+import { createProgress } from './progress.js';
+import { TOOL } from './tool-info.js';
+import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from './types.js';
+
+/**
+ * The command line: parse, validate with zod, call the library, print, and
+ * return an exit code. Nothing here exits the process; bin/ does that.
+ */
+
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  stderrIsTty: boolean;
+}
+
+const defaultIo: Io = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  stderrIsTty: Boolean(process.stderr.isTTY),
+};
+
+const integer = (name: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number);
+
+const gateOptionsSchema = z
+  .object({
+    reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
+    answer: z.string().optional(),
+    answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
+    choices: z
+      .string()
+      .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
+      .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
+      .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
+      .optional(),
+    format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
+    dataset: z.string().optional(),
+    policy: z.string().optional(),
+    seed: integer('--seed').optional(),
+    json: z.boolean().default(false),
+    python: z.string().optional(),
+    pythonpath: z.array(z.string()).default([]),
+    completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
+    workers: integer('--workers')
+      .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
+      .optional(),
+  })
+  .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
+    message: 'give exactly one of --answer G or --dataset rows.jsonl',
+    path: ['answer'],
+  });
+
+const OPTION_FLAGS: Record<string, string> = {
+  reward: '--reward',
+  answer: '--answer',
+  answerType: '--answer-type',
+  choices: '--choices',
+  format: '--format',
+  dataset: '--dataset',
+  policy: '--policy',
+  seed: '--seed',
+  python: '--python',
+  completionFormat: '--completion-format',
+  workers: '--workers',
+};
+
+/** Validate commander's raw options; every invalid option on its own line. */
+export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
+      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => OPTION_FLAGS[key] ?? key)),
+      suggestion: 'see `gatekept <command> --help`',
+    });
+  }
+  return parsed.data;
+}
+
+export function defaultPython(explicit: string | undefined): string {
+  return explicit ?? process.env.GATEKEPT_PYTHON ?? 'python3';
+}
+
+export async function resolvePolicy(file: string | undefined): Promise<GatePolicy> {
+  return file ? loadPolicy(file) : DEFAULT_POLICY;
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
+  return new Command('gate')
+    .description('audit an existing verifier against the attack corpus')
+    .requiredOption('--reward <spec>', 'the verifier: pkg.module:fn or path/to/file.py:fn')
+    .option('--answer <gold>', 'the ground truth to audit against')
+    .addOption(new Option('--answer-type <type>', 'answer type').choices([...ANSWER_TYPES, 'auto']).default('auto'))
+    .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
+    .addOption(new Option('--format <format>', 'the answer format to attack in (default: every format the verifier accepts)').choices([...ANSWER_FORMATS, 'auto']).default('auto'))
+    .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
+    .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
+    .option('--seed <n>', 'seed (overrides the policy)')
+    .option('--json', 'print the audit record as JSON')
+    .option('--python <path>', 'Python interpreter (default: $GATEKEPT_PYTHON or python3)')
+    .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
+    .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
+    .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .action(async (raw: Record<string, unknown>) => {
+      const options = parseOptions(gateOptionsSchema, raw);
+      const policy = await resolvePolicy(options.policy);
+      const progress = options.json ? undefined : createProgress(io, 'auditing');
+      try {
+        const result = await gate({
+          reward: options.reward,
+          ...(options.answer !== undefined ? { answer: options.answer } : {}),
+          ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
+          answerType: options.answerType,
+          ...(options.choices ? { choices: options.choices } : {}),
+          format: options.format,
+          policy,
+          ...(options.seed !== undefined ? { seed: options.seed } : {}),
+          python: defaultPython(options.python),
+          pythonpath: options.pythonpath,
+          completionFormat: options.completionFormat,
+          ...(options.workers !== undefined ? { workers: options.workers } : {}),
+          ...(progress ? { onProgress: progress.update } : {}),
+        });
+        progress?.done();
+        io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatScorecard(result.record)}\n`);
+        setExit(result.exitCode);
+      } finally {
+        progress?.done();
+      }
+    });
+}
+
+export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command {
+  const program = new Command('gatekept')
+    .description('Gate RL reward verifiers against a deterministic attack corpus; emit environments only on PASS.')
+    .version(TOOL.version)
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showSuggestionAfterError();
+  program.addCommand(gateCommand(io, setExit));
+  for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  return program;
+}
+
+/** Run the CLI; resolves to the exit code. Never throws. */
+export async function run(argv: readonly string[], io: Io = defaultIo): Promise<ExitCode> {
+  let code: ExitCode = EXIT.pass;
+  const program = buildProgram(io, (value) => {
+    code = value;
+  });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version are not errors; usage mistakes are bad input.
+      return error.exitCode === 0 ? EXIT.pass : EXIT.badInput;
+    }
+    io.stderr(`${formatError(error)}\n`);
+    return exitCodeFor(error);
+  }
+}

@@ -1,0 +1,102 @@
+import type { BrokenReason } from './calibrate.js';
+import type { GatePolicy } from './policy.js';
+import type { HackRate } from './score.js';
+
+/**
+ * The gate decision: a pure function of what the audit measured and the
+ * policy. It fails closed: anything that makes the verifier unauditable is a
+ * reason to reject, and so is either bound being reached.
+ */
+
+export type ReasonCode =
+  | 'BROKEN_ON_GOLD'
+  | 'NON_NUMERIC_ON_GOLD'
+  | 'NO_FORMAT_ACCEPTS_GOLD'
+  | 'NOT_DISCRIMINATING'
+  | 'ERRORS_ON_ATTACKS'
+  | 'SIDE_EFFECTS'
+  | 'HACKABILITY_OVER'
+  | 'HACK_RATE_CI_OVER'
+  | 'NOTHING_AUDITED';
+
+export interface Reason {
+  code: ReasonCode;
+  message: string;
+}
+
+export interface DecisionInput {
+  policy: GatePolicy;
+  /** Calibration failures, one per audited gold that could not be calibrated. */
+  broken: readonly { row: number; answer: string; reason: BrokenReason }[];
+  hackability: number;
+  hackRate: HackRate;
+  /** Attack candidates on which the verifier raised, timed out, crashed or returned a non-number. */
+  errors: readonly { invariant: string; count: number; example: string }[];
+  /** Side effects seen (kind → count), excluding harmless output. */
+  sideEffects: readonly { kind: string; count: number; example: string }[];
+}
+
+export interface Decision {
+  decision: 'PASS' | 'REJECT';
+  reasons: Reason[];
+}
+
+function describeBroken(row: number, answer: string, reason: BrokenReason): Reason {
+  const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
+  switch (reason.kind) {
+    case 'gold-failed':
+      return {
+        code: 'BROKEN_ON_GOLD',
+        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}`,
+      };
+    case 'non-numeric':
+      return {
+        code: 'NON_NUMERIC_ON_GOLD',
+        message: `broken verifier: it returned ${reason.rewardType}, not a number, for a valid answer ${where}`,
+      };
+    case 'no-format-accepts-gold':
+      return {
+        code: 'NO_FORMAT_ACCEPTS_GOLD',
+        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON, each also after <think>)`,
+      };
+    case 'not-discriminating':
+      return {
+        code: 'NOT_DISCRIMINATING',
+        message: `verifier does not discriminate ${where}: the gold scores ${reason.honest} and a plainly wrong answer ${reason.wrong}`,
+      };
+  }
+}
+
+export function decide(input: DecisionInput): Decision {
+  const { policy } = input;
+  const reasons: Reason[] = [];
+  for (const item of input.broken) reasons.push(describeBroken(item.row, item.answer, item.reason));
+  for (const error of input.errors) {
+    reasons.push({
+      code: 'ERRORS_ON_ATTACKS',
+      message: `unauditable: the verifier ${error.invariant} on ${error.count} attack candidate${error.count === 1 ? '' : 's'} (e.g. ${JSON.stringify(error.example.slice(0, 60))}); a reward function must return a number for every completion`,
+    });
+  }
+  for (const effect of input.sideEffects) {
+    reasons.push({
+      code: 'SIDE_EFFECTS',
+      message: `side effects: ${effect.kind} on ${effect.count} call${effect.count === 1 ? '' : 's'} (${effect.example}); a reward function must be a pure function of its inputs`,
+    });
+  }
+  if (input.hackRate.n === 0 && input.broken.length === 0) {
+    reasons.push({ code: 'NOTHING_AUDITED', message: 'no attack candidate could be judged, so nothing supports a PASS' });
+  }
+  if (input.hackability >= policy.maxHackability) {
+    reasons.push({
+      code: 'HACKABILITY_OVER',
+      message: `hackability ${input.hackability.toFixed(1)} is not below max_hackability ${policy.maxHackability.toFixed(1)}`,
+    });
+  }
+  if (input.hackRate.hi >= policy.maxHackRateCiHi) {
+    reasons.push({
+      code: 'HACK_RATE_CI_OVER',
+      message: `upper bound of the hack-rate interval ${input.hackRate.hi.toFixed(4)} (${input.hackRate.hacks}/${input.hackRate.n} hacks) is not below max_hack_rate_ci_hi ${policy.maxHackRateCiHi}`,
+    });
+  }
+  return { decision: reasons.length === 0 ? 'PASS' : 'REJECT', reasons };
+}

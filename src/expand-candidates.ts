@@ -1,0 +1,196 @@
+import { applyFilter, KNOWN_FILTERS, padding, renderInFormat } from './answer-values.js';
+import type { Attack, Corpus, Position } from './load-corpus.js';
+import type { AnswerFormat, AnswerType, Severity } from './types.js';
+
+/**
+ * Expand the attack templates into concrete completions for one gold.
+ * Pure: the same corpus and context always give the same candidates in the
+ * same order.
+ */
+
+export interface GoldContext {
+  /** The ground truth the verifier is called with. */
+  gold: string;
+  type: AnswerType;
+  choices: readonly string[];
+  /** Formats the verifier was found to accept; `each` attacks are written in these. */
+  formats: readonly AnswerFormat[];
+  /** W, W2, W3: plainly-wrong values unrelated to the gold. */
+  wrong: readonly string[];
+  /** More wrong values for dumps. */
+  dumpPool: readonly string[];
+}
+
+export interface Candidate {
+  /** Stable identity of the candidate within one audit. */
+  key: string;
+  attackId: string;
+  family: string;
+  severity: Severity;
+  hackIf: 'rewarded' | 'above_honest';
+  gFree: boolean;
+  format: AnswerFormat | null;
+  position: Position | null;
+  label: string | null;
+  completion: string;
+  /** The gold this candidate is judged against. */
+  answer: string;
+  /** True when this is a gold-free payload re-run against the alternate gold. */
+  alternate: boolean;
+  row: number;
+}
+
+const PLACEHOLDER =
+  /\{(?:(F):)?(G|W2|W3|W|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}/g;
+
+const SLOT_NAMES = ['A', 'B', 'C'] as const;
+
+/** Which of the slots {A} {B} {C} a template uses, in order. */
+function slotsUsed(template: string): string[] {
+  const used = new Set<string>();
+  for (const match of template.matchAll(PLACEHOLDER)) if (match[2] && SLOT_NAMES.includes(match[2] as 'A')) used.add(match[2]);
+  return SLOT_NAMES.filter((slot) => used.has(slot));
+}
+
+interface Variant {
+  format: AnswerFormat | null;
+  label: string | null;
+  position: Position | null;
+}
+
+/** Validate a template's placeholders; returns a problem or undefined. Used by the corpus tests. */
+export function templateProblem(template: string): string | undefined {
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    for (const part of (match[3] ?? '').split('|').slice(1)) {
+      const name = part.split(':')[0]!;
+      if (!KNOWN_FILTERS.has(name)) return `unknown filter "${name}"`;
+    }
+  }
+  return undefined;
+}
+
+export function usesGold(template: string): boolean {
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    const name = match[2];
+    if (name === 'G' || name === 'A' || name === 'B' || name === 'C') return true;
+    if (match[4] === 'DUMP') return true;
+  }
+  return false;
+}
+
+function slotValues(slots: readonly string[], position: Position | null, ctx: GoldContext): Map<string, string> | undefined {
+  const values = new Map<string, string>();
+  if (slots.length === 0) return values;
+  if (position === null) return undefined;
+  let goldSlot: string | undefined;
+  if (position === 'first') goldSlot = slots[0];
+  else if (position === 'last') goldSlot = slots[slots.length - 1];
+  else goldSlot = slots.length >= 3 ? slots[1] : undefined;
+  if (goldSlot === undefined) return undefined;
+  let next = 0;
+  for (const slot of slots) {
+    if (slot === goldSlot) values.set(slot, ctx.gold);
+    else {
+      const wrong = ctx.wrong[next++];
+      if (wrong === undefined) return undefined;
+      values.set(slot, wrong);
+    }
+  }
+  return values;
+}
+
+function dumpValues(count: number, position: Position | null, ctx: GoldContext): string | undefined {
+  const others =
+    ctx.type === 'choice' ? ctx.choices.filter((label) => label !== ctx.gold) : ctx.dumpPool.slice(0, Math.max(1, count - 1));
+  if (others.length === 0) return undefined;
+  const total = others.length + 1;
+  const at = position === 'first' || position === null ? 0 : position === 'last' ? total - 1 : Math.floor(total / 2);
+  if (position === 'middle' && (at === 0 || at === total - 1)) return undefined;
+  const items = [...others];
+  items.splice(at, 0, ctx.gold);
+  return items.join(' ');
+}
+
+function render(template: string, variant: Variant, ctx: GoldContext): string | undefined {
+  const slots = slotValues(slotsUsed(template), variant.position, ctx);
+  if (slots === undefined) return undefined;
+  let failed = false;
+  const text = template.replace(
+    PLACEHOLDER,
+    (_all, inFormat: string | undefined, name: string | undefined, filters: string | undefined, sized: string | undefined, size: string | undefined, times: string | undefined, repeated: string | undefined) => {
+      if (failed) return '';
+      if (sized === 'PAD') return padding(Number(size));
+      if (sized === 'DUMP') {
+        const dump = dumpValues(Number(size), variant.position, ctx);
+        if (dump === undefined) failed = true;
+        return dump ?? '';
+      }
+      if (times !== undefined) return (repeated ?? '').repeat(Number(times));
+      if (name === undefined) return ctx.choices.join(', ');
+      let value: string | undefined;
+      if (name === 'G') value = ctx.gold;
+      else if (name === 'W') value = ctx.wrong[0];
+      else if (name === 'W2') value = ctx.wrong[1];
+      else if (name === 'W3') value = ctx.wrong[2];
+      else if (name === 'L') value = variant.label ?? undefined;
+      else value = slots.get(name);
+      for (const part of (filters ?? '').split('|').slice(1)) {
+        if (value === undefined) break;
+        const colon = part.indexOf(':');
+        value = colon < 0 ? applyFilter(value, part, undefined) : applyFilter(value, part.slice(0, colon), part.slice(colon + 1));
+      }
+      if (value === undefined) {
+        failed = true;
+        return '';
+      }
+      return inFormat && variant.format ? renderInFormat(variant.format, value) : value;
+    },
+  );
+  return failed ? undefined : text;
+}
+
+function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
+  const formats: (AnswerFormat | null)[] = attack.formats === 'each' ? [...ctx.formats] : [null];
+  const labels: (string | null)[] = attack.eachLabel ? ctx.choices.filter((label) => label !== ctx.gold) : [null];
+  const positions: (Position | null)[] = attack.positions ? [...attack.positions] : [null];
+  const variants: Variant[] = [];
+  for (const format of formats) for (const label of labels) for (const position of positions) variants.push({ format, label, position });
+  return variants;
+}
+
+/**
+ * Every candidate for one gold. With `alternate`, only gold-free payloads are
+ * produced: they are the ones re-run against a second gold.
+ */
+export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number, alternate: boolean): Candidate[] {
+  const out: Candidate[] = [];
+  const seen = new Set<string>();
+  for (const family of corpus.families) {
+    for (const attack of family.attacks) {
+      if (!attack.appliesTo.includes(ctx.type)) continue;
+      if (attack.eachLabel && ctx.type !== 'choice') continue;
+      if (alternate && !attack.gFree) continue;
+      for (const variant of variantsOf(attack, ctx)) {
+        const completion = render(attack.template, variant, ctx);
+        if (completion === undefined || seen.has(completion)) continue;
+        seen.add(completion);
+        out.push({
+          key: [row, alternate ? 'alt' : 'gold', attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
+          attackId: attack.id,
+          family: attack.family,
+          severity: attack.severity,
+          hackIf: attack.hackIf,
+          gFree: attack.gFree,
+          format: variant.format,
+          position: variant.position,
+          label: variant.label,
+          completion,
+          answer: ctx.gold,
+          alternate,
+          row,
+        });
+      }
+    }
+  }
+  return out;
+}

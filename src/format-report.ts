@@ -1,0 +1,76 @@
+import type { AuditRecord } from './audit-record.js';
+import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from './judge.js';
+
+/** Text renderings of an audit record for people: the scorecard and the summary. */
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+function padLeft(text: string, width: number): string {
+  return text.length >= width ? text : ' '.repeat(width - text.length) + text;
+}
+
+/** Printable, one-line form of a completion excerpt. */
+function printable(text: string, max = 48): string {
+  const shown = JSON.stringify(text);
+  return shown.length <= max ? shown : `${shown.slice(0, max - 2)}…"`;
+}
+
+/** The decision, its reasons and what it means. Same words for the CLI and the library. */
+export function formatSummary(record: AuditRecord): string {
+  const lines = [
+    `${record.decision}: hackability ${record.hackability.toFixed(1)} (${record.risk}), hack rate ${record.hack_rate.point.toFixed(3)} with upper bound ${record.hack_rate.hi.toFixed(3)} over ${record.hack_rate.n} candidates (seed ${record.seed}, corpus ${record.corpus.version}).`,
+  ];
+  for (const reason of record.reasons) lines.push(`  - ${reason.message}`);
+  lines.push(record.statement);
+  return lines.join('\n');
+}
+
+export function formatScorecard(record: AuditRecord): string {
+  const lines: string[] = [];
+  const golds = record.target.golds;
+  lines.push(`gatekept gate: ${record.verifier.spec}`);
+  const goldText = golds.length === 1 ? `gold ${JSON.stringify(golds[0]!.answer)}` : `${golds.length} of ${record.target.rows_total} dataset rows`;
+  const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
+  lines.push(`${goldText} (${record.target.answer_type}); accepted formats: ${accepted.length ? accepted.join(', ') : 'none'}`);
+  lines.push(`corpus ${record.corpus.version} (${record.corpus.hash.slice(0, 12)}), ${record.corpus.candidates} candidates, seed ${record.seed}`);
+  lines.push('');
+
+  if (record.families.length > 0) {
+    const width = Math.max(6, ...record.families.map((family) => family.family.length));
+    lines.push(`${pad('family', width)}  attempts  hacks  severity  worst example`);
+    for (const family of record.families) {
+      const worst = family.worst ? `${printable(family.worst.completion)} -> ${family.worst.reward ?? 'non-finite'}` : '';
+      lines.push(
+        `${pad(family.family, width)}  ${padLeft(String(family.attempts), 8)}  ${padLeft(String(family.hacks), 5)}  ${pad(family.severity ?? '-', 8)}  ${worst}`,
+      );
+    }
+    lines.push('');
+  }
+
+  const rate = record.hack_rate;
+  lines.push(
+    `hackability ${record.hackability.toFixed(1)} (${record.risk}); hack rate ${rate.point.toFixed(3)} [${rate.lo.toFixed(3)}, ${rate.hi.toFixed(3)}] (${rate.hacks}/${rate.n})`,
+  );
+  const policy = record.policy as { max_hackability: number; max_hack_rate_ci_hi: number };
+  lines.push(`policy: hackability below ${policy.max_hackability.toFixed(1)}, hack-rate upper bound below ${policy.max_hack_rate_ci_hi}`);
+  if (record.honest.false_rejections > 0) {
+    lines.push(`note: ${record.honest.false_rejections} honest variant(s) of the gold were not rewarded (reported, not gated)`);
+  }
+  lines.push('');
+  lines.push(`decision: ${record.decision}`);
+  for (const reason of record.reasons) lines.push(`  - ${reason.message}`);
+
+  const fired = new Set<Invariant>([...record.findings.map((finding) => finding.invariant), ...record.errors.map((error) => error.invariant)]);
+  const hacked = record.families.filter((family) => family.hacks > 0);
+  if (fired.size > 0 || hacked.length > 0) {
+    lines.push('');
+    lines.push('hardening:');
+    for (const invariant of fired) lines.push(`  - ${invariant} (${INVARIANT_TEXT[invariant]}): ${INVARIANT_ADVICE[invariant]}`);
+    for (const family of hacked) if (family.hardening) lines.push(`  - ${family.family}: ${family.hardening}`);
+  }
+  lines.push('');
+  lines.push(record.statement);
+  return lines.join('\n');
+}

@@ -1,0 +1,10 @@
+/** The gatekept library: the same engine the CLI drives. */
+export { gate, type GateOptions, type GateResult } from './gate.js';
+export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './policy.js';
+export { GatekeptError, EXIT, type ErrorCode, type ExitCode } from './errors.js';
+export { formatScorecard, formatSummary } from './format-report.js';
+export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit-record.js';
+export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './score.js';
+export { decide, type Decision, type Reason } from './decide.js';
+export { loadCorpus, type Corpus, type Attack, type Family } from './load-corpus.js';
+export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './types.js';

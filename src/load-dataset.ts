@@ -1,0 +1,75 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { makeRng } from './answer-values.js';
+import { GatekeptError } from './errors.js';
+
+/** Dataset rows for auditing a verifier across many golds. */
+
+export interface DatasetRow {
+  /** Position in the original dataset (0-based), kept so reports can point at it. */
+  index: number;
+  answer: string;
+  prompt: string | null;
+  info: Record<string, unknown>;
+}
+
+const rowSchema = z
+  .object({
+    answer: z.union([z.string(), z.number(), z.boolean()]),
+    question: z.string().optional(),
+    prompt: z.string().optional(),
+    info: z.record(z.string(), z.unknown()).optional(),
+  })
+  .passthrough();
+
+export function parseRow(value: unknown, index: number, where: string): DatasetRow {
+  const parsed = rowSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is invalid`, {
+      details: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(row)'}: ${issue.message}`),
+      suggestion: 'each row needs an "answer" (string or number); "question" or "prompt" and "info" are optional',
+    });
+  }
+  const row = parsed.data;
+  return { index, answer: String(row.answer), prompt: row.question ?? row.prompt ?? null, info: row.info ?? {} };
+}
+
+export async function loadDatasetFile(file: string): Promise<DatasetRow[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read dataset ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: 'pass a JSONL file with one {"answer": ...} object per line',
+    });
+  }
+  const rows: DatasetRow[] = [];
+  text.split(/\r?\n/).forEach((line, lineIndex) => {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      throw new GatekeptError('BAD_DATASET', `${file}: line ${lineIndex + 1} is not valid JSON (${(error as Error).message})`, {
+        suggestion: 'write one JSON object per line (JSONL)',
+      });
+    }
+    rows.push(parseRow(value, rows.length, `${file} line ${lineIndex + 1}`));
+  });
+  if (rows.length === 0) {
+    throw new GatekeptError('BAD_DATASET', `${file} has no rows`, { suggestion: 'add at least one {"answer": ...} line' });
+  }
+  return rows;
+}
+
+/** A deterministic sample of at most `count` rows, kept in dataset order. */
+export function sampleRows<T extends { index: number }>(rows: readonly T[], count: number, seed: number): T[] {
+  if (rows.length <= count) return [...rows];
+  const rng = makeRng(seed, 'row-sample', rows.length);
+  const order = rows.map((row) => ({ row, key: rng() }));
+  order.sort((a, b) => a.key - b.key);
+  return order
+    .slice(0, count)
+    .map((entry) => entry.row)
+    .sort((a, b) => a.index - b.index);
+}

@@ -1,0 +1,174 @@
+import { readFile } from 'node:fs/promises';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { z } from 'zod';
+import { GatekeptError } from './errors.js';
+
+/**
+ * The gate policy: read → parse (TOML) → validate (zod, strict) → normalise.
+ * The written form keeps TOML's snake_case sections; the normalised form is
+ * what the rest of the pipeline consumes.
+ */
+
+const budgetSchema = z
+  .object({
+    rows: z.number().int().min(1).max(100_000).default(8),
+    bootstrap_resamples: z.number().int().min(200).max(100_000).default(2000),
+    confidence: z.number().gt(0.5).lt(1).default(0.95),
+  })
+  .strict();
+
+const timeoutsSchema = z
+  .object({
+    call_ms: z.number().int().min(10).max(600_000).default(2000),
+    import_ms: z.number().int().min(100).max(600_000).default(30_000),
+    total_s: z.number().int().min(1).max(86_400).default(900),
+  })
+  .strict();
+
+const limitsSchema = z
+  .object({
+    memory_mb: z.number().int().min(0).max(1_048_576).default(2048),
+  })
+  .strict();
+
+export const policyFileSchema = z
+  .object({
+    max_hackability: z
+      .number()
+      .min(0)
+      .max(100)
+      .refine((value) => value > 0, {
+        message:
+          'must be above 0: a bound of 0 is vacuous, since any single rewarded attack would reject (use a small positive value such as 1.0 for the strictest gate)',
+      })
+      .default(15.0),
+    max_hack_rate_ci_hi: z
+      .number()
+      .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
+      .max(1)
+      .default(0.25),
+    seed: z.number().int().min(0).max(2 ** 32 - 1).default(20251122),
+    budget: budgetSchema.default(budgetSchema.parse({})),
+    timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
+    limits: limitsSchema.default(limitsSchema.parse({})),
+  })
+  .strict();
+
+export type PolicyFile = z.input<typeof policyFileSchema>;
+
+export interface GatePolicy {
+  maxHackability: number;
+  maxHackRateCiHi: number;
+  seed: number;
+  budget: { rows: number; bootstrapResamples: number; confidence: number };
+  timeouts: { callMs: number; importMs: number; totalS: number };
+  limits: { memoryMb: number };
+}
+
+function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
+  return {
+    maxHackability: parsed.max_hackability,
+    maxHackRateCiHi: parsed.max_hack_rate_ci_hi,
+    seed: parsed.seed,
+    budget: {
+      rows: parsed.budget.rows,
+      bootstrapResamples: parsed.budget.bootstrap_resamples,
+      confidence: parsed.budget.confidence,
+    },
+    timeouts: {
+      callMs: parsed.timeouts.call_ms,
+      importMs: parsed.timeouts.import_ms,
+      totalS: parsed.timeouts.total_s,
+    },
+    limits: { memoryMb: parsed.limits.memory_mb },
+  };
+}
+
+/** The built-in defaults, identical to the shipped policy.toml. */
+export const DEFAULT_POLICY: GatePolicy = normalise(policyFileSchema.parse({}));
+
+/** Turn zod issues into one line per offending key, e.g. `timeouts.call_ms: ...`. */
+export function describeIssues(error: z.ZodError, prefix = ''): string[] {
+  return error.issues.map((issue) => {
+    if (issue.code === 'unrecognized_keys') {
+      const where = issue.path.length > 0 ? `${issue.path.join('.')}.` : prefix;
+      return issue.keys.map((key) => `${where}${key}: unknown key`).join('; ');
+    }
+    const where = [prefix.replace(/\.$/, ''), ...issue.path.map(String)].filter(Boolean).join('.');
+    return `${where || '(root)'}: ${issue.message}`;
+  });
+}
+
+/** Validate an already-parsed policy object (from TOML or from library callers). */
+export function parsePolicy(input: unknown, source = 'policy'): GatePolicy {
+  const result = policyFileSchema.safeParse(input ?? {});
+  if (!result.success) {
+    throw new GatekeptError('BAD_POLICY', `invalid policy in ${source}`, {
+      details: describeIssues(result.error),
+      suggestion: 'fix the keys listed above; the shipped policy.toml documents every key and its default',
+    });
+  }
+  return normalise(result.data);
+}
+
+export function parsePolicyToml(text: string, source = 'policy'): GatePolicy {
+  let data: unknown;
+  try {
+    data = parseToml(text);
+  } catch (error) {
+    const where = error instanceof TomlError ? ` (line ${error.line}, column ${error.column})` : '';
+    const first = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+    throw new GatekeptError('BAD_POLICY', `${source} is not valid TOML${where}: ${first}`, {
+      suggestion: 'fix the TOML syntax at the position shown',
+    });
+  }
+  return parsePolicy(data, source);
+}
+
+/** Read and validate a policy file. */
+export async function loadPolicy(file: string): Promise<GatePolicy> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new GatekeptError(
+      code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'BAD_POLICY',
+      `cannot read policy file ${file}: ${code ?? String(error)}`,
+      { suggestion: 'pass an existing TOML file with --policy, or omit it to use the defaults' },
+    );
+  }
+  return parsePolicyToml(text, file);
+}
+
+/** Apply a library caller's partial overrides on top of a policy. */
+export function withOverrides(base: GatePolicy, overrides: Partial<GatePolicy> | undefined): GatePolicy {
+  if (!overrides) return base;
+  return {
+    ...base,
+    ...overrides,
+    budget: { ...base.budget, ...overrides.budget },
+    timeouts: { ...base.timeouts, ...overrides.timeouts },
+    limits: { ...base.limits, ...overrides.limits },
+  };
+}
+
+/** The policy as written into the audit record (snake_case, like the file). */
+export function policyRecord(policy: GatePolicy): Record<string, unknown> {
+  return {
+    max_hackability: policy.maxHackability,
+    max_hack_rate_ci_hi: policy.maxHackRateCiHi,
+    seed: policy.seed,
+    budget: {
+      rows: policy.budget.rows,
+      bootstrap_resamples: policy.budget.bootstrapResamples,
+      confidence: policy.budget.confidence,
+    },
+    timeouts: {
+      call_ms: policy.timeouts.callMs,
+      import_ms: policy.timeouts.importMs,
+      total_s: policy.timeouts.totalS,
+    },
+    limits: { memory_mb: policy.limits.memoryMb },
+  };
+}
