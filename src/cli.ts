@@ -1,8 +1,10 @@
+import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from './errors.js';
 import { formatScorecard } from './format-report.js';
 import { gate } from './gate.js';
+import { gatekeep } from './pack.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
 import { createProgress } from './progress.js';
 import { TOOL } from './tool-info.js';
@@ -140,6 +142,64 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     });
 }
 
+const packOptionsSchema = z.object({
+  seed: z.string().min(1, 'give a seed JSON file, e.g. examples/arith.json'),
+  out: z.string().min(1, 'give the output directory'),
+  policy: z.string().optional(),
+  force: z.boolean().default(false),
+  archive: z.boolean().default(false),
+  json: z.boolean().default(false),
+  python: z.string().optional(),
+  workers: integer('--workers')
+    .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
+    .optional(),
+});
+
+function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
+  return new Command('pack')
+    .description('build an environment from a seed, gate its verifier, and emit packages only on PASS')
+    .requiredOption('--seed <file>', 'seed JSON describing the task, data, format and verifier')
+    .requiredOption('--out <dir>', 'output directory (must be new or empty unless --force)')
+    .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
+    .option('--force', 'replace a non-empty output directory')
+    .option('--archive', 'also write a zip of the emitted tree')
+    .option('--json', 'print the audit record as JSON')
+    .option('--python <path>', 'Python interpreter for the gate (default: $GATEKEPT_PYTHON or python3)')
+    .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .action(async (raw: Record<string, unknown>) => {
+      const options = parseOptions(packOptionsSchema, raw);
+      const policy = await resolvePolicy(options.policy);
+      const progress = options.json ? undefined : createProgress(io, 'gating');
+      try {
+        const result = await gatekeep({
+          seed: options.seed,
+          outDir: options.out,
+          policy,
+          force: options.force,
+          archive: options.archive,
+          python: defaultPython(options.python),
+          ...(options.workers !== undefined ? { workers: options.workers } : {}),
+          ...(progress ? { onProgress: progress.update } : {}),
+        });
+        progress?.done();
+        const record = { ...result.gate.record, timing: result.timing };
+        if (options.json) io.stdout(`${JSON.stringify(record, null, 2)}\n`);
+        else {
+          io.stdout(`${formatScorecard(record)}\n`);
+          for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
+        }
+        if (result.emitted && result.packaged) {
+          io.stderr(`emitted ${result.packaged.root}: verifiers/${result.gate.record.package.env_id}, openenv/${result.gate.record.package.env_id}, gatekept_audit.json${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
+        } else {
+          io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
+        }
+        setExit(result.exitCode);
+      } finally {
+        progress?.done();
+      }
+    });
+}
+
 export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command {
   const program = new Command('gatekept')
     .description('Gate RL reward verifiers against a deterministic attack corpus; emit environments only on PASS.')
@@ -148,6 +208,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showSuggestionAfterError();
   program.addCommand(gateCommand(io, setExit));
+  program.addCommand(packCommand(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }

@@ -8,3 +8,5 @@ export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore
 export { decide, type Decision, type Reason } from './decide.js';
 export { loadCorpus, type Corpus, type Attack, type Family } from './load-corpus.js';
 export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './types.js';
+export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack.js';
+export { loadSeed, type Seed, type SeedInput } from './load-seed.js';

@@ -1,0 +1,119 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { DEFAULT_CHOICES, isNumeric, makeRng } from './answer-values.js';
+import { GatekeptError } from './errors.js';
+import type { LoadedSeed, Seed, TaskKind } from './load-seed.js';
+import type { AnswerType } from './types.js';
+
+/** Build the dataset a seed describes: inline rows, a JSONL file, or the arith generator. */
+
+export interface TaskRow {
+  question: string;
+  answer: string;
+  info?: Record<string, unknown>;
+}
+
+export const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
+  arith: 'numeric',
+  qa: 'string',
+  choice: 'choice',
+  boolean: 'boolean',
+};
+
+export function choicesOf(seed: Seed): string[] {
+  return seed.choices ? [...seed.choices] : [...DEFAULT_CHOICES];
+}
+
+type Generator = Extract<Seed['dataset'], { generator: unknown }>['generator'];
+
+function generateArithmetic(generator: Generator): TaskRow[] {
+  const rng = makeRng('arith', generator.seed);
+  const span = generator.operands.max - generator.operands.min + 1;
+  const operand = (): number => generator.operands.min + Math.floor(rng() * span);
+  return Array.from({ length: generator.count }, () => {
+    const a = operand();
+    const b = operand();
+    const operator = generator.operators[Math.floor(rng() * generator.operators.length)]!;
+    const value = operator === '+' ? a + b : operator === '-' ? a - b : a * b;
+    const shown = (n: number): string => (n < 0 ? `(${n})` : String(n));
+    return { question: `What is ${shown(a)} ${operator} ${shown(b)}?`, answer: String(value) };
+  });
+}
+
+async function readRowsFile(file: string, relative: string): Promise<unknown[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read dataset.file ${relative}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: 'dataset.file is resolved relative to the seed file; check the path',
+    });
+  }
+  const rows: unknown[] = [];
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (line.trim() === '') return;
+    try {
+      rows.push(JSON.parse(line));
+    } catch (error) {
+      throw new GatekeptError('BAD_DATASET', `dataset.file ${relative}: line ${index + 1} is not valid JSON (${(error as Error).message})`, {
+        suggestion: 'write one {"question": ..., "answer": ...} object per line',
+      });
+    }
+  });
+  return rows;
+}
+
+function validateRow(value: unknown, index: number, where: string): TaskRow {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is not an object`);
+  }
+  const row = value as Record<string, unknown>;
+  if (typeof row.question !== 'string' || row.question.trim() === '') {
+    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "question" must be a non-empty string`);
+  }
+  if (!['string', 'number', 'boolean'].includes(typeof row.answer) || String(row.answer).trim() === '') {
+    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "answer" must be a non-empty string or number`);
+  }
+  const info = row.info;
+  if (info !== undefined && (typeof info !== 'object' || info === null || Array.isArray(info))) {
+    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "info" must be an object`);
+  }
+  return { question: row.question, answer: String(row.answer), ...(info ? { info: info as Record<string, unknown> } : {}) };
+}
+
+/** Each answer must fit the task: a number, one of the labels, true/false. */
+function checkAnswers(rows: readonly TaskRow[], seed: Seed, where: string): void {
+  const choices = choicesOf(seed);
+  rows.forEach((row, index) => {
+    const answer = row.answer.trim();
+    const problem =
+      seed.task === 'arith' && !isNumeric(answer)
+        ? 'must be a number for task "arith"'
+        : seed.task === 'choice' && !choices.includes(answer)
+          ? `must be one of the choices ${choices.join(', ')}`
+          : seed.task === 'boolean' && !['true', 'false'].includes(answer.toLowerCase())
+            ? 'must be true or false for task "boolean"'
+            : undefined;
+    if (problem) throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: answer ${JSON.stringify(row.answer)} ${problem}`);
+  });
+}
+
+export async function buildDataset(loaded: LoadedSeed): Promise<TaskRow[]> {
+  const { seed } = loaded;
+  let rows: TaskRow[];
+  let where: string;
+  if ('generator' in seed.dataset) {
+    rows = generateArithmetic(seed.dataset.generator);
+    where = 'dataset.generator';
+  } else if ('rows' in seed.dataset) {
+    where = 'dataset.rows';
+    rows = seed.dataset.rows.map((row, index) => validateRow(row, index, where));
+  } else {
+    where = `dataset.file ${seed.dataset.file}`;
+    const raw = await readRowsFile(path.resolve(loaded.baseDir, seed.dataset.file), seed.dataset.file);
+    if (raw.length === 0) throw new GatekeptError('BAD_DATASET', `${where} has no rows`);
+    rows = raw.map((row, index) => validateRow(row, index, where));
+  }
+  checkAnswers(rows, seed, where);
+  return rows;
+}

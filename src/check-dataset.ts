@@ -1,0 +1,44 @@
+import type { TaskRow } from './build-dataset.js';
+
+/**
+ * Dataset health: problems in the data that make an environment teach the
+ * wrong thing even with a sound verifier.
+ */
+
+export interface DatasetHealth {
+  rows: number;
+  duplicate_questions: { question: string; rows: number[] }[];
+  /** Multiple choice: how often each label is the gold. */
+  label_counts: Record<string, number> | null;
+  /** Rows whose gold, written in the canonical format, the verifier does not reward above a wrong answer. */
+  unrewarded_gold_rows: number[];
+  warnings: string[];
+}
+
+/** Pure: duplicates and label skew. `unrewarded` comes from running the verifier. */
+export function checkDatasetHealth(rows: readonly TaskRow[], isChoice: boolean, unrewarded: readonly number[]): DatasetHealth {
+  const byQuestion = new Map<string, number[]>();
+  rows.forEach((row, index) => {
+    const key = row.question.trim().replace(/\s+/g, ' ').toLowerCase();
+    byQuestion.set(key, [...(byQuestion.get(key) ?? []), index]);
+  });
+  const duplicates = [...byQuestion.entries()]
+    .filter(([, indices]) => indices.length > 1)
+    .map(([, indices]) => ({ question: rows[indices[0]!]!.question.slice(0, 120), rows: indices }));
+  const warnings: string[] = [];
+  if (duplicates.length > 0) {
+    const extra = duplicates.reduce((sum, group) => sum + group.rows.length - 1, 0);
+    warnings.push(`${extra} duplicate question(s) in ${duplicates.length} group(s): duplicates overweight those items in training`);
+  }
+  let labelCounts: Record<string, number> | null = null;
+  if (isChoice) {
+    labelCounts = {};
+    for (const row of rows) labelCounts[row.answer.trim()] = (labelCounts[row.answer.trim()] ?? 0) + 1;
+    for (const [label, count] of Object.entries(labelCounts)) {
+      if (count / rows.length > 0.5) {
+        warnings.push(`label skew: ${label} is the answer in ${count} of ${rows.length} rows; always answering ${label} would score ${(100 * count / rows.length).toFixed(0)}%`);
+      }
+    }
+  }
+  return { rows: rows.length, duplicate_questions: duplicates, label_counts: labelCounts, unrewarded_gold_rows: [...unrewarded], warnings };
+}

@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { describeIssues } from './policy.js';
+import { GatekeptError } from './errors.js';
+import { ANSWER_FORMATS, COMPLETION_FORMATS } from './types.js';
+
+/**
+ * A seed: the description of an environment to build — its task, data,
+ * answer format, prompt and verifier. Validated strictly so that every
+ * mistake names its field.
+ */
+
+export const TASK_KINDS = ['arith', 'qa', 'choice', 'boolean'] as const;
+export type TaskKind = (typeof TASK_KINDS)[number];
+
+const rowSchema = z
+  .object({
+    question: z.string().min(1, 'a row needs a non-empty question'),
+    answer: z.union([z.string().min(1), z.number(), z.boolean()]).transform(String),
+    info: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+const generatorSchema = z
+  .object({
+    count: z.number().int().min(1).max(100_000),
+    operands: z
+      .object({ min: z.number().int(), max: z.number().int() })
+      .strict()
+      .refine((range) => range.min <= range.max, 'operands.min must not exceed operands.max'),
+    operators: z.array(z.enum(['+', '-', '*'])).min(1),
+    seed: z.number().int().min(0).default(0),
+  })
+  .strict();
+
+const datasetSchema = z.union([
+  z.object({ rows: z.array(rowSchema).min(1, 'give at least one row') }).strict(),
+  z.object({ file: z.string().min(1) }).strict(),
+  z.object({ generator: generatorSchema }).strict(),
+]);
+
+const verifierSchema = z.union([
+  z.literal('builtin'),
+  z
+    .object({
+      file: z.string().regex(/\.py$/, 'the verifier file must be a .py file'),
+      function: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a Python function name'),
+      completion_format: z.enum(COMPLETION_FORMATS).default('messages'),
+    })
+    .strict(),
+]);
+
+export const seedSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter (it becomes the environment id)'),
+    description: z.string().min(1),
+    task: z.enum(TASK_KINDS),
+    dataset: datasetSchema,
+    answer_format: z.enum(ANSWER_FORMATS),
+    system_prompt: z.string().min(1),
+    choices: z.array(z.string().min(1)).min(2).optional(),
+    verifier: verifierSchema.default('builtin'),
+  })
+  .strict()
+  .superRefine((seed, context) => {
+    if (seed.task === 'arith' && !('generator' in seed.dataset) && !('rows' in seed.dataset) && !('file' in seed.dataset)) {
+      context.addIssue({ code: 'custom', path: ['dataset'], message: 'arith needs a generator, rows or a file' });
+    }
+    if (seed.task !== 'arith' && 'generator' in seed.dataset) {
+      context.addIssue({ code: 'custom', path: ['dataset', 'generator'], message: `a generator is only available for task "arith", not "${seed.task}"` });
+    }
+    if (seed.choices && seed.task !== 'choice') {
+      context.addIssue({ code: 'custom', path: ['choices'], message: 'choices only apply to task "choice"' });
+    }
+  });
+
+export type SeedInput = z.input<typeof seedSchema>;
+export type Seed = z.output<typeof seedSchema>;
+
+export interface LoadedSeed {
+  seed: Seed;
+  /** Directory relative files in the seed resolve against. */
+  baseDir: string;
+  /** sha256 of the seed as given (file bytes, or canonical JSON for an object). */
+  sha256: string;
+  /** Where it came from, for messages. */
+  source: string;
+}
+
+export function parseSeed(value: unknown, source: string, baseDir: string, sha256: string): LoadedSeed {
+  const parsed = seedSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new GatekeptError('BAD_SEED', `invalid seed ${source}`, {
+      details: describeIssues(parsed.error),
+      suggestion: 'fix the fields listed above; examples/arith.json is a complete seed to start from',
+    });
+  }
+  return { seed: parsed.data, baseDir, sha256, source };
+}
+
+export async function loadSeed(seed: string | SeedInput, cwd: string): Promise<LoadedSeed> {
+  if (typeof seed !== 'string') {
+    const canonical = JSON.stringify(seed);
+    return parseSeed(seed, '(object)', cwd, createHash('sha256').update(canonical).digest('hex'));
+  }
+  const file = path.resolve(cwd, seed);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (error) {
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read seed ${seed}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: 'pass an existing seed JSON file with --seed, e.g. examples/arith.json',
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new GatekeptError('BAD_SEED', `seed ${seed} is not valid JSON: ${(error as Error).message}`, {
+      suggestion: 'fix the JSON syntax (a validator or `node -e "JSON.parse(...)"` shows the position)',
+    });
+  }
+  return parseSeed(value, seed, path.dirname(file), createHash('sha256').update(bytes).digest('hex'));
+}

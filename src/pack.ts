@@ -1,0 +1,239 @@
+import { createHash } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { renderInFormat, wrongValues, makeRng } from './answer-values.js';
+import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from './audit-record.js';
+import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
+import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
+import { writeArchive } from './write-archive.js';
+import { renderOpenEnvPackage } from './emit-openenv-package.js';
+import { renderVerifiersPackage } from './emit-verifiers-package.js';
+import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
+import { EXIT, type ExitCode } from './errors.js';
+import { formatSummary } from './format-report.js';
+import { gate } from './gate.js';
+import { loadSeed, type LoadedSeed, type SeedInput } from './load-seed.js';
+import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from './policy.js';
+import type { EvalRequest } from './python-session.js';
+import { scaffoldVerifier } from './scaffold-verifier.js';
+import { checkDestination, commitStaging, createStaging, discardStaging } from './stage-output.js';
+import { TOOL } from './tool-info.js';
+import { WorkerPool } from './worker-pool.js';
+
+/**
+ * `gatekeep`: from a seed to gated packages. Build the dataset and the
+ * verifier, gate the verifier across the data, check the data's health, and
+ * only on PASS render both packages and the audit, then move them into place.
+ */
+
+export interface GatekeepOptions {
+  /** A seed file path, or the seed itself. */
+  seed: string | SeedInput;
+  /** A policy, or a path to a policy TOML file (default: the shipped defaults). */
+  policy?: GatePolicy | string;
+  outDir: string;
+  /** Replace a non-empty outDir. */
+  force?: boolean;
+  /** Also write a zip of the emitted tree. */
+  archive?: boolean;
+  python?: string;
+  cwd?: string;
+  workers?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface PackAuditRecord extends Omit<AuditRecord, 'timing'> {
+  seed_file: { name: string; sha256: string };
+  package: { env_id: string; verifier_file: string; verifier_sha256: string; verifier_origin: 'builtin' | 'custom' };
+  dataset_health: DatasetHealth;
+}
+
+export interface GatekeepResult {
+  emitted: boolean;
+  packaged?: { root: string; verifiers: string; openenv: string; audit: string; archive?: string };
+  gate: {
+    decision: 'PASS' | 'REJECT';
+    passed: boolean;
+    record: PackAuditRecord;
+    summary(): string;
+  };
+  exitCode: ExitCode;
+  /** Timing of the audit, kept out of the emitted record so packing is reproducible. */
+  timing: AuditRecord['timing'];
+}
+
+export const AUDIT_FILE_NAME = 'gatekept_audit.json';
+
+/** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
+async function unrewardedGoldRows(
+  rows: readonly TaskRow[],
+  loaded: LoadedSeed,
+  verifierFile: string,
+  functionName: string,
+  completionFormat: 'messages' | 'string',
+  policy: GatePolicy,
+  python: string,
+  workers: number | undefined,
+): Promise<number[]> {
+  const { seed } = loaded;
+  const type = ANSWER_TYPE_OF_TASK[seed.task];
+  const choices = choicesOf(seed);
+  const requests: EvalRequest[] = rows.flatMap((row, index) => {
+    const wrong = wrongValues(row.answer, type, 1, makeRng(policy.seed, 'health', index), choices)[0] ?? '';
+    const base = { answer: row.answer, prompt: row.question, info: row.info ?? {} };
+    return [
+      { ...base, completion: renderInFormat(seed.answer_format, row.answer) },
+      { ...base, completion: renderInFormat(seed.answer_format, wrong) },
+    ];
+  });
+  const pool = await WorkerPool.open({
+    python,
+    target: { kind: 'file', path: verifierFile, fn: functionName },
+    pythonpath: [path.dirname(verifierFile)],
+    completionFormat,
+    callTimeoutMs: policy.timeouts.callMs,
+    importTimeoutMs: policy.timeouts.importMs,
+    memoryMb: policy.limits.memoryMb,
+    workers: workers ?? 2,
+  });
+  try {
+    const results = await pool.evaluate(requests);
+    const unrewarded: number[] = [];
+    for (let index = 0; index < rows.length; index++) {
+      const gold = results[2 * index]!;
+      const wrong = results[2 * index + 1]!;
+      const ok = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
+      if (!ok) unrewarded.push(index);
+    }
+    return unrewarded;
+  } finally {
+    await pool.close();
+  }
+}
+
+async function writeTree(root: string, files: ReadonlyMap<string, string>): Promise<void> {
+  for (const [relative, content] of [...files.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    const target = path.join(root, ...relative.split('/'));
+    await mkdir(path.dirname(target), { recursive: true });
+    await writeFile(target, content);
+  }
+}
+
+export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult> {
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const outDir = path.resolve(cwd, options.outDir);
+  const force = options.force ?? false;
+  const python = options.python ?? 'python3';
+
+  // 1. Inputs, checked before any work so a bad --out fails fast.
+  const policy =
+    options.policy === undefined ? DEFAULT_POLICY : typeof options.policy === 'string' ? await loadPolicy(path.resolve(cwd, options.policy)) : options.policy;
+  const loaded = await loadSeed(options.seed, cwd);
+  await checkDestination(outDir, force);
+  const rows = await buildDataset(loaded);
+  const { seed } = loaded;
+  const verifier = await scaffoldVerifier(loaded);
+  const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
+
+  // 2. Everything below happens in staging; nothing reaches outDir unless the gate passes.
+  const staging = await createStaging(outDir);
+  try {
+    const workDir = path.join(staging, '.gate');
+    await mkdir(workDir);
+    const verifierFile = path.join(workDir, VERIFIER_FILE_NAME);
+    await writeFile(verifierFile, verifier.source);
+
+    const result = await gate({
+      reward: `${verifierFile}:${verifier.functionName}`,
+      dataset: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
+      answerType: ANSWER_TYPE_OF_TASK[seed.task],
+      ...(seed.task === 'choice' ? { choices: choicesOf(seed) } : {}),
+      format: 'auto',
+      policy,
+      python,
+      cwd,
+      completionFormat: verifier.completionFormat,
+      ...(options.workers !== undefined ? { workers: options.workers } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    const unrewarded = await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers);
+    const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
+
+    const reasons = [...result.record.reasons];
+    if (unrewarded.length > 0) {
+      reasons.push({
+        code: 'DATASET_GOLD_UNREWARDED',
+        message: `the verifier does not reward the gold of ${unrewarded.length} dataset row(s) written as ${seed.answer_format} (first: row ${unrewarded[0]! + 1}); the environment would punish correct answers`,
+      });
+    }
+    const decision: 'PASS' | 'REJECT' = reasons.length === 0 ? 'PASS' : 'REJECT';
+    const record: PackAuditRecord = {
+      ...withoutTiming(result.record),
+      decision,
+      reasons,
+      statement: decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
+      verifier: { ...result.record.verifier, spec: `${VERIFIER_FILE_NAME}:${verifier.functionName}` },
+      seed_file: { name: seed.name, sha256: loaded.sha256 },
+      package: { env_id: seed.name, verifier_file: VERIFIER_FILE_NAME, verifier_sha256: verifierSha256, verifier_origin: verifier.origin },
+      dataset_health: health,
+    };
+    const gateView = {
+      decision,
+      passed: decision === 'PASS',
+      record,
+      summary: () => formatSummary({ ...record, timing: result.record.timing }),
+    };
+    if (decision === 'REJECT') {
+      await discardStaging(staging);
+      return { emitted: false, gate: gateView, exitCode: EXIT.reject, timing: result.record.timing };
+    }
+
+    // 3. PASS: render both packages around the exact verifier bytes that were gated.
+    const spec: EnvironmentSpec = {
+      envId: seed.name,
+      description: seed.description,
+      systemPrompt: seed.system_prompt,
+      answerFormat: seed.answer_format,
+      rows,
+      verifierSource: verifier.source,
+      verifierFunction: verifier.functionName,
+      completionFormat: verifier.completionFormat,
+      audit: {
+        decision: 'PASS',
+        hackability: record.hackability,
+        hackRateCiHi: record.hack_rate.hi,
+        seed: record.seed,
+        corpusVersion: record.corpus.version,
+        corpusHash: record.corpus.hash,
+        verifierSha256,
+      },
+      toolVersion: TOOL.version,
+    };
+    await rm(workDir, { recursive: true, force: true });
+    await writeTree(path.join(staging, 'verifiers', seed.name), renderVerifiersPackage(spec));
+    await writeTree(path.join(staging, 'openenv', seed.name), renderOpenEnvPackage(spec));
+    await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
+    let archiveName: string | undefined;
+    if (options.archive) {
+      archiveName = `${seed.name}-gatekept.zip`;
+      await writeArchive(staging, path.join(staging, archiveName));
+    }
+    await commitStaging(staging, outDir, force);
+    return {
+      emitted: true,
+      packaged: {
+        root: outDir,
+        verifiers: path.join(outDir, 'verifiers', seed.name),
+        openenv: path.join(outDir, 'openenv', seed.name),
+        audit: path.join(outDir, AUDIT_FILE_NAME),
+        ...(archiveName ? { archive: path.join(outDir, archiveName) } : {}),
+      },
+      gate: gateView,
+      exitCode: EXIT.pass,
+      timing: result.record.timing,
+    };
+  } catch (error) {
+    await discardStaging(staging);
+    throw error;
+  }
+}

@@ -1,0 +1,47 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ANSWER_TYPE_OF_TASK, choicesOf } from './build-dataset.js';
+import { GatekeptError } from './errors.js';
+import type { LoadedSeed } from './load-seed.js';
+import { TEMPLATES_DIR } from './paths.js';
+import type { CompletionFormat } from './types.js';
+
+/**
+ * The verifier an environment ships: a built-in hardened template configured
+ * for the seed's answer format, or the seed's own file, copied byte for byte.
+ */
+
+export interface ScaffoldedVerifier {
+  source: string;
+  functionName: string;
+  completionFormat: CompletionFormat;
+  origin: 'builtin' | 'custom';
+}
+
+/** Replace one `NAME = ...` configuration line, refusing templates that lack it. */
+function setConstant(source: string, name: string, value: string, template: string): string {
+  const line = new RegExp(`^${name} = .*$`, 'm');
+  if (!line.test(source)) throw new GatekeptError('INTERNAL', `verifier template ${template} has no ${name} line`);
+  return source.replace(line, () => `${name} = ${value}`);
+}
+
+export async function scaffoldVerifier(loaded: LoadedSeed): Promise<ScaffoldedVerifier> {
+  const { seed } = loaded;
+  if (seed.verifier === 'builtin') {
+    const template = `${ANSWER_TYPE_OF_TASK[seed.task]}.py`;
+    let source = await readFile(path.join(TEMPLATES_DIR, 'verifiers', template), 'utf8');
+    source = setConstant(source, 'ANSWER_FORMAT', JSON.stringify(seed.answer_format), template);
+    if (seed.task === 'choice') source = setConstant(source, 'CHOICES', JSON.stringify(choicesOf(seed)), template);
+    return { source, functionName: 'reward', completionFormat: 'messages', origin: 'builtin' };
+  }
+  const file = path.resolve(loaded.baseDir, seed.verifier.file);
+  let source: string;
+  try {
+    source = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read verifier.file ${seed.verifier.file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: 'verifier.file is resolved relative to the seed file',
+    });
+  }
+  return { source, functionName: seed.verifier.function, completionFormat: seed.verifier.completion_format, origin: 'custom' };
+}
