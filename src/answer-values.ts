@@ -190,6 +190,9 @@ export function applyFilter(value: string, name: string, arg: string | undefined
     case 'zw':
       return [...value].length < 2 ? undefined : [...value].join('\u200b');
     case 'split': {
+      // A four-digit integer split after its first digit is a thousands
+      // grouping (1 000, 1,000), which is an honest way to write the gold.
+      if (numeric && value.replace(/^[+-]/, '').split('.')[0]!.length === 4) return undefined;
       // Split after the first digit or letter, so a leading sign stays put.
       const index = value.search(/[0-9A-Za-z]/);
       if (index < 0 || index + 1 >= value.length) return undefined;

@@ -56,6 +56,8 @@ export interface GateOptions {
   completionFormat?: CompletionFormat;
   workers?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Observes every batch of requests sent to the verifier (benchmarks and tracing). */
+  onRequests?: (requests: readonly EvalRequest[]) => void;
 }
 
 export interface GateResult {
@@ -204,6 +206,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     let evaluations = 0;
     const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
       evaluations += requests.length;
+      options.onRequests?.(requests);
       return run(pool.evaluate(requests, progress ? options.onProgress : undefined));
     };
 
