@@ -75,7 +75,7 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
     const cell = cells.get(key) ?? { honest: null, wrong: null };
     cells.set(key, cell);
     if (result.status !== 'ok') {
-      if (probe.kind === 'honest' && !broken) {
+      if (probe.kind === 'honest' && !broken && result.status !== 'skipped') {
         broken = { kind: 'gold-failed', status: result.status, detail: failureDetail(result), completion: probe.completion };
       }
       return;

@@ -92,7 +92,8 @@ export function decide(input: DecisionInput): Decision {
       message: `hackability ${input.hackability.toFixed(1)} is not below max_hackability ${policy.maxHackability.toFixed(1)}`,
     });
   }
-  if (input.hackRate.hi >= policy.maxHackRateCiHi) {
+  // With nothing judged the interval is [0, 1]; a broken verifier already has its reason.
+  if (input.hackRate.n > 0 && input.hackRate.hi >= policy.maxHackRateCiHi) {
     reasons.push({
       code: 'HACK_RATE_CI_OVER',
       message: `upper bound of the hack-rate interval ${input.hackRate.hi.toFixed(4)} (${input.hackRate.hacks}/${input.hackRate.n} hacks) is not below max_hack_rate_ci_hi ${policy.maxHackRateCiHi}`,

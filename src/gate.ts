@@ -204,10 +204,17 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     });
     const run = <T>(work: Promise<T>): Promise<T> => Promise.race([work, overall]);
     let evaluations = 0;
-    const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
-      evaluations += requests.length;
+    const evaluate = async (requests: EvalRequest[], progress = false, batchSize?: number): Promise<EvalResult[]> => {
       options.onRequests?.(requests);
-      return run(pool.evaluate(requests, progress ? options.onProgress : undefined));
+      const results = await run(
+        pool.evaluate(requests, {
+          stopOnTimeout: true,
+          ...(batchSize ? { batchSize } : {}),
+          ...(progress && options.onProgress ? { onProgress: options.onProgress } : {}),
+        }),
+      );
+      evaluations += results.filter((result) => result.status !== 'skipped').length;
+      return results;
     };
 
     // 2. Calibration: the gold and a wrong value in every format, for each gold and its alternate.
@@ -218,10 +225,13 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         probeSets.push({ plan, alternate: true, probes: calibrationProbes(plan.alternateContext.gold, plan.alternateContext.wrong[0]) });
       }
     }
+    // Small batches: a verifier that hangs on the gold is found after one call timeout, not dozens.
     const probeResults = await evaluate(
       probeSets.flatMap(({ plan, alternate, probes }) =>
         requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
       ),
+      false,
+      1,
     );
     const levelsByKey = new Map<string, Levels>();
     let offset = 0;

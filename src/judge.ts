@@ -64,7 +64,7 @@ export const INVARIANT_ADVICE: Readonly<Record<Invariant, string>> = {
   'non-numeric-reward': 'always return a float (or bool), never None, a string or a container',
 };
 
-const FAILURE_INVARIANT: Readonly<Record<Exclude<EvalResult['status'], 'ok'>, Invariant>> = {
+const FAILURE_INVARIANT: Readonly<Record<Exclude<EvalResult['status'], 'ok' | 'skipped'>, Invariant>> = {
   raised: 'raised',
   timeout: 'timed-out',
   crashed: 'crashed',
@@ -107,6 +107,7 @@ export function judge(input: JudgeInput): Verdict[] {
 
   return candidates.map((candidate, index): Verdict => {
     const result = results[index]!;
+    if (result.status === 'skipped') return { kind: 'unjudged', invariant: null, severity: null };
     if (result.status !== 'ok') return { kind: 'error', invariant: FAILURE_INVARIANT[result.status], severity: null };
     if (result.nonFinite !== null) return { kind: 'hack', invariant: 'non-finite-reward', severity: 'critical' };
     if (result.reward === null) return { kind: 'error', invariant: 'non-numeric-reward', severity: null };

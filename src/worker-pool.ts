@@ -20,6 +20,26 @@ export interface PoolOptions extends SessionOptions {
   batchSize?: number;
 }
 
+export interface EvaluateOptions {
+  onProgress?: (done: number, total: number) => void;
+  /**
+   * Stop handing out batches once a call timed out. A timeout already rejects
+   * the verifier, and each further hang would cost a full call timeout.
+   */
+  stopOnTimeout?: boolean;
+  batchSize?: number;
+}
+
+const SKIPPED: EvalResult = {
+  status: 'skipped',
+  reward: null,
+  rewardType: '',
+  nonFinite: null,
+  error: null,
+  sideEffects: [],
+  ms: 0,
+};
+
 /** Below this many requests a second worker costs more (a Python start and an import) than it saves. */
 const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
 
@@ -59,18 +79,17 @@ export class WorkerPool {
     if (failure && failure.status === 'rejected') throw failure.reason;
   }
 
-  async evaluate(
-    requests: readonly EvalRequest[],
-    onProgress?: (done: number, total: number) => void,
-  ): Promise<EvalResult[]> {
+  async evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
     if (this.closed) throw new Error('worker pool is closed');
     await this.grow(requests.length);
-    const batchSize = this.options.batchSize ?? Math.max(16, Math.min(2048, Math.ceil(requests.length / (this.sessions.length * 4))));
+    const batchSize =
+      options.batchSize ?? this.options.batchSize ?? Math.max(16, Math.min(2048, Math.ceil(requests.length / (this.sessions.length * 4))));
     const results: EvalResult[] = new Array(requests.length);
     let next = 0;
     let done = 0;
+    let stopped = false;
     const work = async (session: VerifierSession): Promise<void> => {
-      while (next < requests.length) {
+      while (next < requests.length && !stopped) {
         const start = next;
         next = Math.min(requests.length, next + batchSize);
         const batch = await session.evaluate(requests.slice(start, next));
@@ -78,10 +97,12 @@ export class WorkerPool {
           results[start + offset] = result;
         });
         done += batch.length;
-        onProgress?.(done, requests.length);
+        if (options.stopOnTimeout && batch.some((result) => result.status === 'timeout')) stopped = true;
+        options.onProgress?.(done, requests.length);
       }
     };
     await Promise.all(this.sessions.map(work));
+    for (let index = 0; index < results.length; index++) results[index] ??= SKIPPED;
     return results;
   }
 

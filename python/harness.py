@@ -1,0 +1,1190 @@
+# -*- coding: utf-8 -*-
+"""Runs one reward function on behalf of gatekept, one call per request.
+
+Requests arrive on fd 3 and replies leave on fd 4, one JSON object per line,
+so nothing the verifier prints can be mistaken for a reply.
+
+Everything up to the version check must stay parseable by old Python 3
+releases (no f-strings, no async syntax, no walrus), so that an old
+interpreter reaches the check and says why it cannot continue.
+"""
+import os
+import sys
+
+REQUEST_FD = 3
+REPLY_FD = 4
+
+if sys.version_info < (3, 10):
+    _found = "%d.%d.%d" % tuple(sys.version_info[:3])
+    sys.stderr.write(
+        "gatekept: the harness needs Python 3.10 or newer, but %s is Python %s\n"
+        % (sys.executable, _found)
+    )
+    try:
+        os.write(
+            REPLY_FD,
+            (
+                '{"op":"ready","ok":false,"error":{"kind":"python_too_old",'
+                '"type":"RuntimeError","message":"Python %s is too old; 3.10 or newer is needed",'
+                '"traceback":""}}\n' % _found
+            ).encode("ascii"),
+        )
+    except Exception:
+        pass
+    sys.exit(3)
+
+import decimal
+import errno
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import numbers
+import posix
+import re
+import resource
+import shutil
+import signal
+import stat
+import time
+import traceback
+
+import _signal as _signal_module
+
+# Bound once so a verifier that monkeypatches os or json cannot break the
+# harness's own bookkeeping.
+_perf_counter = time.perf_counter
+_os_read = os.read
+_os_write = os.write
+_listdir = os.listdir
+_getcwd = os.getcwd
+_chdir = os.chdir
+_lstat = os.lstat
+_stat = os.stat
+_unlink = os.unlink
+_rmtree = shutil.rmtree
+_realpath = os.path.realpath
+_path_join = os.path.join
+_fsdecode = os.fsdecode
+_fspath = os.fspath
+_setitimer = signal.setitimer
+# The C-level getter: signal.getsignal wraps its result in an enum, which
+# costs more than the rest of the per-call timer setup together.
+_getsignal = _signal_module.getsignal
+_signal = signal.signal
+_real_exit = os._exit
+_encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+_decode_text = json.JSONDecoder().decode
+
+MESSAGE_LIMIT = 500
+TRACEBACK_LIMIT = 2000
+DETAIL_LIMIT = 300
+MAX_EFFECTS = 32
+OUTPUT_REPORT_BYTES = 64 * 1024
+# Verifier output is forwarded to the real fd only up to this much per call;
+# the rest is counted and dropped, which keeps a chatty verifier fast.
+OUTPUT_FORWARD_BYTES = 64 * 1024
+# After a soft timeout the timer keeps firing, so a verifier that swallows the
+# first exception with a bare except still gets pushed out.
+TIMER_REPEAT_SECONDS = 0.05
+
+POOL_NAMES = ("completion", "answer", "prompt", "info", "state", "task", "parser")
+GROUP_NAMES = frozenset(["completions", "answers", "states", "prompts", "tasks", "infos"])
+
+_NETWORK_EVENTS = (
+    "socket.connect",
+    "socket.bind",
+    "socket.getaddrinfo",
+    "socket.getnameinfo",
+    "socket.gethostbyname",
+    "socket.gethostbyaddr",
+    "socket.sendto",
+    "socket.sendmsg",
+    "socket.sethostname",
+)
+_PROCESS_EVENTS = (
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "pty.spawn",
+)
+_KILL_EVENTS = ("os.kill", "os.killpg", "signal.pthread_kill")
+# For each event: which arguments name a path that gets created, changed or
+# removed, and which argument (if any) holds the dir_fd it is relative to.
+_PATH_EVENTS = {
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "os.rename": ((0, 2), (1, 3)),
+    "os.link": ((1, 3),),
+    "os.symlink": ((1, 2),),
+    "os.truncate": ((0, None),),
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.chflags": ((0, None),),
+    "os.utime": ((0, 3),),
+    "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),),
+    "shutil.rmtree": ((0, 1),),
+    "shutil.copyfile": ((1, None),),
+    "shutil.copymode": ((1, None),),
+    "shutil.copystat": ((1, None),),
+    "shutil.copytree": ((1, None),),
+    "shutil.move": ((0, None), (1, None)),
+    "shutil.chown": ((0, None),),
+}
+_EVENT_KIND = {"open": "open"}
+for _name in _NETWORK_EVENTS:
+    _EVENT_KIND[_name] = "network_blocked"
+for _name in _PROCESS_EVENTS:
+    _EVENT_KIND[_name] = "subprocess_blocked"
+for _name in _KILL_EVENTS:
+    _EVENT_KIND[_name] = "kill_blocked"
+for _name in _PATH_EVENTS:
+    _EVENT_KIND[_name] = "path"
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
+_WRITABLE_DEVICES = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr"])
+_ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+class _Timeout(BaseException):
+    """Raised by the timer; a BaseException so `except Exception` lets it pass."""
+
+
+class _ExitAttempt(BaseException):
+    """Raised in place of os._exit so the process survives the verifier."""
+
+
+class _State(object):
+    pass
+
+
+S = _State()
+S.active = False  # True only while verifier code runs (import or call)
+S.armed = False
+S.timed_out = False
+S.exit_detail = None
+S.effects = []
+S.workdir = ""
+S.workdir_real = ""
+S.workdir_prefix = ""
+S.call_timeout = 2.0
+S.messages = True
+S.fn = None
+S.plan = None
+S.is_async = False
+S.loop = None
+S.ready = False
+S.file_baseline = frozenset()
+S.workdir_touched = False
+S.workdir_mtime = None
+S.env_baseline = {}
+
+
+# ---------------------------------------------------------------- utilities
+
+
+def _scrub(text):
+    """Keep results identical across runs: the workdir and object addresses vary."""
+    if S.workdir_real:
+        text = text.replace(S.workdir_real, "<workdir>")
+    if S.workdir and S.workdir != S.workdir_real:
+        text = text.replace(S.workdir, "<workdir>")
+    if " at 0x" in text:
+        text = _ADDRESS_RE.sub(" at 0x?", text)
+    return text
+
+
+def _clip(text, limit):
+    text = _scrub(text)
+    if len(text) > limit:
+        return text[: limit - 3] + "..."
+    return text
+
+
+def _safe_str(value):
+    try:
+        return str(value)
+    except BaseException:
+        return "<unprintable %s>" % type(value).__name__
+
+
+def _safe_repr(value):
+    try:
+        return repr(value)
+    except BaseException:
+        return "<unreprable %s>" % type(value).__name__
+
+
+def _record(kind, detail):
+    if len(S.effects) < MAX_EFFECTS:
+        S.effects.append({"kind": kind, "detail": _clip(detail, DETAIL_LIMIT)})
+
+
+def _decode_json(line):
+    # Decoding to str first skips json.loads' encoding sniffing, a visible
+    # share of the per-request cost.
+    return _decode_text(line.decode("utf-8", "replace"))
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        written = _os_write(fd, view)
+        view = view[written:]
+
+
+def _send(data):
+    try:
+        _write_all(REPLY_FD, data)
+    except OSError:
+        # Nobody is listening any more; there is nothing useful left to do.
+        _real_exit(0)
+
+
+def _error_info(kind, exc, message=None):
+    if message is None:
+        message = "%s: %s" % (type(exc).__name__, _safe_str(exc)) if exc is not None else ""
+    tb = ""
+    if exc is not None:
+        try:
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except BaseException:
+            tb = ""
+    tb = _scrub(tb)
+    if len(tb) > TRACEBACK_LIMIT:
+        tb = tb[-TRACEBACK_LIMIT:]
+    return {
+        "kind": kind,
+        "type": type(exc).__name__ if exc is not None else "Error",
+        "message": _clip(message, MESSAGE_LIMIT),
+        "traceback": tb,
+    }
+
+
+# ------------------------------------------------------------ output capture
+
+
+class _CountingBytes(object):
+    def __init__(self, owner):
+        self._owner = owner
+
+    def write(self, data):
+        data = bytes(data)
+        self._owner._take(data)
+        return len(data)
+
+    def flush(self):
+        self._owner.flush()
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self._owner.fileno()
+
+
+class _CountingWriter(object):
+    """Stands in for sys.stdout/sys.stderr: counts bytes, forwards a capped prefix."""
+
+    encoding = "utf-8"
+    errors = "backslashreplace"
+    closed = False
+    newlines = None
+    line_buffering = False
+
+    def __init__(self, fd, label):
+        self._fd = fd
+        self.label = label
+        self.count = 0
+        self._forwarded = 0
+        self._pending = []
+        self._pending_size = 0
+        self.buffer = _CountingBytes(self)
+
+    def reset(self):
+        self.count = 0
+        self._forwarded = 0
+
+    def _take(self, data):
+        size = len(data)
+        self.count += size
+        room = OUTPUT_FORWARD_BYTES - self._forwarded
+        if room <= 0:
+            return
+        if size > room:
+            data = data[:room]
+            size = room
+        self._forwarded += size
+        self._pending.append(data)
+        self._pending_size += size
+        if self._pending_size >= 8192:
+            self.flush()
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        self._take(text.encode("utf-8", "backslashreplace"))
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending = []
+        self._pending_size = 0
+        try:
+            _write_all(self._fd, data)
+        except OSError:
+            pass
+
+    def fileno(self):
+        return self._fd
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def close(self):
+        pass
+
+
+_STDOUT = _CountingWriter(1, "stdout")
+_STDERR = _CountingWriter(2, "stderr")
+
+
+def _install_writers():
+    sys.stdout = sys.__stdout__ = _STDOUT
+    sys.stderr = sys.__stderr__ = _STDERR
+
+
+# ---------------------------------------------------------------- isolation
+
+
+_PROC_FD_DIR = "/proc/self/fd"
+_HAS_PROC_FD = os.path.isdir(_PROC_FD_DIR)
+
+
+def _resolve(path, dir_fd=None):
+    """Absolute, symlink-free form of a path as the OS would see it, or None."""
+    try:
+        text = _fsdecode(_fspath(path))
+    except BaseException:
+        return None
+    try:
+        if isinstance(dir_fd, int) and not isinstance(dir_fd, bool) and _HAS_PROC_FD:
+            base = _realpath("%s/%d" % (_PROC_FD_DIR, dir_fd))
+        else:
+            base = _getcwd()
+    except OSError:
+        base = S.workdir_real
+    try:
+        return _realpath(_path_join(base, text))
+    except BaseException:
+        return None
+
+
+def _writable_path(path, dir_fd=None):
+    """Inside the workdir (never the workdir itself), or a harmless device."""
+    try:
+        if _fsdecode(_fspath(path)) in _WRITABLE_DEVICES:
+            return True
+    except BaseException:
+        return False
+    full = _resolve(path, dir_fd)
+    return full is not None and full.startswith(S.workdir_prefix)
+
+
+def _describe_path(path, dir_fd=None):
+    full = _resolve(path, dir_fd)
+    return full if full is not None else _safe_repr(path)
+
+
+def _block(kind, detail):
+    _record(kind, detail)
+    raise PermissionError(errno.EACCES, "blocked by gatekept: " + detail)
+
+
+def _kill_target(event, args):
+    target = args[0] if args else None
+    if event == "signal.pthread_kill":
+        return "a thread of the verifier process"
+    if event == "os.killpg":
+        try:
+            own = target == os.getpgrp()
+        except OSError:
+            own = False
+        return "its own process group" if own else "another process group"
+    if target == os.getpid():
+        return "itself"
+    if target == os.getppid():
+        return "its parent"
+    if target == 0:
+        return "its own process group"
+    if target == -1:
+        return "every process it may signal"
+    if isinstance(target, int) and target < 0:
+        return "a process group"
+    return "another process"
+
+
+def _describe_process(event, args):
+    if event in ("os.fork", "os.forkpty"):
+        return event
+    if event == "os.system":
+        return "os.system: " + (_fsdecode(args[0]) if args and isinstance(args[0], (bytes, str)) else "")
+    if event == "subprocess.Popen":
+        return "subprocess.Popen: " + _safe_repr(args[1] if len(args) > 1 and args[1] is not None else args[0])
+    if event == "os.spawn":
+        return "os.spawn: " + _safe_repr(args[1] if len(args) > 1 else args)
+    return event + ": " + _safe_repr(args[0] if args else "")
+
+
+def _describe_network(event, args):
+    if event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
+        return event + ": " + _safe_repr(args[1] if len(args) > 1 else "")
+    if event == "socket.getaddrinfo":
+        host = args[0] if args else ""
+        port = args[1] if len(args) > 1 else ""
+        return "%s: %s port %s" % (event, _safe_repr(host), _safe_repr(port))
+    return event + ": " + _safe_repr(args[0] if args else "")
+
+
+def _audit(event, args):
+    if not S.active:
+        return
+    kind = _EVENT_KIND.get(event)
+    if kind is None:
+        return
+    if kind == "open":
+        if len(args) < 3:
+            return
+        path, mode, flags = args[0], args[1], args[2]
+        if isinstance(flags, int):
+            writing = flags & _WRITE_FLAGS
+        else:
+            writing = isinstance(mode, str) and any(c in mode for c in "wax+")
+        if not writing:
+            return
+        if isinstance(path, int):
+            if path in (REQUEST_FD, REPLY_FD):
+                _block("file_write_blocked", "open for writing: fd %d" % path)
+            return
+        if not _writable_path(path):
+            _block("file_write_blocked", "open for writing: " + _describe_path(path))
+        S.workdir_touched = True
+        return
+    if kind == "path":
+        for index, fd_index in _PATH_EVENTS[event]:
+            if index >= len(args):
+                continue
+            path = args[index]
+            if path is None or isinstance(path, int):
+                continue
+            dir_fd = args[fd_index] if fd_index is not None and fd_index < len(args) else None
+            if not _writable_path(path, dir_fd):
+                _block("file_write_blocked", event + ": " + _describe_path(path, dir_fd))
+        S.workdir_touched = True
+        return
+    if kind == "network_blocked":
+        _block(kind, _describe_network(event, args))
+    if kind == "subprocess_blocked":
+        _block(kind, _describe_process(event, args))
+    if kind == "kill_blocked":
+        sig = args[1] if len(args) > 1 else "?"
+        _block(kind, "%s to %s (signal %s)" % (event, _kill_target(event, args), sig))
+
+
+def _guarded_exit(code=0):
+    if S.active:
+        S.exit_detail = "os._exit(%s)" % _safe_repr(code)
+        raise _ExitAttempt(S.exit_detail)
+    _real_exit(code)
+
+
+def _on_timer(signum, frame):
+    if not S.armed:
+        return
+    S.timed_out = True
+    raise _Timeout()
+
+
+def _arm(seconds):
+    if _getsignal(signal.SIGALRM) is not _on_timer:
+        _signal(signal.SIGALRM, _on_timer)
+    if _getsignal(signal.SIGPROF) is not _on_timer:
+        _signal(signal.SIGPROF, _on_timer)
+    S.timed_out = False
+    S.armed = True
+    _setitimer(signal.ITIMER_REAL, seconds, TIMER_REPEAT_SECONDS)
+    # A verifier that uses SIGALRM itself (math_verify does) cancels the
+    # real-time timer; the CPU-time one still catches busy loops.
+    _setitimer(signal.ITIMER_PROF, seconds, TIMER_REPEAT_SECONDS)
+
+
+def _disarm():
+    S.armed = False
+    _setitimer(signal.ITIMER_REAL, 0)
+    _setitimer(signal.ITIMER_PROF, 0)
+
+
+def _set_limit(which, value):
+    try:
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY and value > hard:
+            value = hard
+        try:
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            resource.setrlimit(which, (value, hard))
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _apply_limits(memory_mb):
+    if memory_mb and memory_mb > 0:
+        _set_limit(resource.RLIMIT_AS, int(memory_mb) * 1024 * 1024)
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024)
+    _set_limit(resource.RLIMIT_NOFILE, 256)
+    try:
+        # Past RLIMIT_FSIZE a write should fail with EFBIG, not kill us.
+        _signal(signal.SIGXFSZ, signal.SIG_IGN)
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def _environ_data():
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        return data
+    return dict(os.environ)
+
+
+def _workdir_mtime():
+    try:
+        return _stat(S.workdir_real).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _diff_workdir():
+    try:
+        names = _listdir(S.workdir_real)
+    except OSError:
+        return
+    if len(names) == len(S.file_baseline) and S.file_baseline.issuperset(names):
+        return
+    current = set(names)
+    for name in sorted(current - S.file_baseline):
+        _record("file_created", name)
+        full = _path_join(S.workdir_real, name)
+        try:
+            if stat.S_ISDIR(_lstat(full).st_mode):
+                _rmtree(full, ignore_errors=True)
+            else:
+                _unlink(full)
+        except OSError:
+            pass
+    S.file_baseline = frozenset(current & S.file_baseline)
+
+
+def _housekeeping():
+    """Undo what the call changed around it and record what it was."""
+    for writer in (_STDOUT, _STDERR):
+        writer.flush()
+        if writer.count > OUTPUT_REPORT_BYTES:
+            _record("output", "%s: %d bytes" % (writer.label, writer.count))
+    if sys.stdout is not _STDOUT or sys.stderr is not _STDERR:
+        _install_writers()
+
+    try:
+        cwd = _getcwd()
+    except OSError:
+        cwd = None
+    if cwd != S.workdir_real:
+        try:
+            _chdir(S.workdir_real)
+        except OSError:
+            pass
+
+    # Listing the workdir is the dearest step of a call, so it only happens
+    # when the audit hook saw a write there or the directory itself changed
+    # (the latter catches files made by C code, to the mtime's resolution).
+    mtime = _workdir_mtime()
+    if S.workdir_touched or mtime != S.workdir_mtime:
+        S.workdir_touched = False
+        _diff_workdir()
+        S.workdir_mtime = _workdir_mtime()
+
+    data = _environ_data()
+    if data != S.env_baseline:
+        before = S.env_baseline
+        changed = set(k for k in data if before.get(k) != data[k])
+        changed.update(k for k in before if k not in data)
+        for key in sorted(changed, key=_safe_repr):
+            name = _fsdecode(key) if isinstance(key, bytes) else _safe_str(key)
+            _record("env_changed", name)
+            try:
+                if key in before:
+                    value = before[key]
+                    os.environ[name] = _fsdecode(value) if isinstance(value, bytes) else value
+                else:
+                    del os.environ[name]
+            except BaseException:
+                pass
+        S.env_baseline = dict(_environ_data())
+
+
+# ------------------------------------------------------------------ loading
+
+
+class _Parser(object):
+    """The least a verifiers-style reward expects from `parser`."""
+
+    def parse(self, text):
+        return text
+
+    def parse_answer(self, completion):
+        if isinstance(completion, str):
+            return completion
+        if isinstance(completion, (list, tuple)):
+            for message in reversed(completion):
+                try:
+                    if message.get("role") == "assistant":
+                        return message.get("content")
+                except AttributeError:
+                    continue
+            return None
+        return completion
+
+    def __repr__(self):
+        return "Parser()"
+
+
+_PARSER = _Parser()
+
+
+def _resolve_attribute(module, dotted):
+    value = module
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _public_callables(module):
+    names = []
+    for name in sorted(vars(module)):
+        if name.startswith("_"):
+            continue
+        try:
+            value = getattr(module, name)
+        except BaseException:
+            continue
+        if inspect.isfunction(value):
+            names.append(name)
+    return names
+
+
+def _module_name_for_file(path):
+    stem = os.path.splitext(os.path.basename(path))[0]
+    taken = stem in sys.modules or stem in getattr(sys, "stdlib_module_names", ())
+    if stem.isidentifier() and not taken:
+        return stem
+    return "gatekept_verifier_module"
+
+
+def _build_plan(fn, label):
+    """Decide once how each call fills the signature from the keyword pool."""
+    signature = inspect.signature(fn)
+    params = []
+    positional = []
+    keywords = []
+    var_kwargs = False
+    missing = []
+    pending_defaults = []
+    for param in signature.parameters.values():
+        if param.kind == param.VAR_KEYWORD:
+            var_kwargs = True
+            continue
+        if param.kind == param.VAR_POSITIONAL:
+            continue
+        params.append(param.name)
+        available = param.name in POOL_NAMES
+        if param.kind == param.POSITIONAL_ONLY:
+            if available:
+                positional.extend(pending_defaults)
+                pending_defaults = []
+                positional.append((True, param.name))
+            elif param.default is not param.empty:
+                pending_defaults.append((False, param.default))
+            else:
+                missing.append(param.name)
+        elif available:
+            keywords.append(param.name)
+        elif param.default is param.empty:
+            missing.append(param.name)
+    if missing:
+        quoted = ", ".join("'%s'" % name for name in missing)
+        message = "%s requires %s, which gatekept cannot supply; it passes %s" % (
+            label,
+            quoted,
+            ", ".join(POOL_NAMES),
+        )
+        if GROUP_NAMES.intersection(missing):
+            message += " (this looks like a group-level reward; gatekept scores one completion per call)"
+        return None, message
+    if var_kwargs:
+        bound = set(name for is_pool, name in positional if is_pool)
+        bound.update(keywords)
+        keywords.extend(name for name in POOL_NAMES if name not in bound)
+    plan = {
+        "params": params,
+        "var_kwargs": var_kwargs,
+        "positional": positional,
+        "keywords": keywords,
+    }
+    return plan, None
+
+
+def _is_async_callable(fn):
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)
+    return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
+
+
+def _import_target(target, import_timeout):
+    """Import the verifier; returns (module, source_file) or raises a tagged error."""
+    kind = target.get("kind")
+    if kind == "file":
+        path = target.get("path") or ""
+        if not os.path.isfile(path):
+            raise _LoadError("file_not_found", None, "no such file: %s" % path)
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory not in sys.path:
+            sys.path.insert(0, directory)
+        name = _module_name_for_file(path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise _LoadError("import_error", None, "cannot load %s as a Python module" % path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            _run_verifier_code(spec.loader.exec_module, (module,), import_timeout)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module, os.path.abspath(path)
+    name = target.get("module") or ""
+    module = _run_verifier_code(importlib.import_module, (name,), import_timeout)
+    source = getattr(module, "__file__", None)
+    return module, os.path.abspath(source) if isinstance(source, str) else None
+
+
+class _LoadError(Exception):
+    def __init__(self, kind, exc, message):
+        Exception.__init__(self, message)
+        self.kind = kind
+        self.exc = exc
+        self.message = message
+
+
+def _run_verifier_code(func, args, timeout):
+    S.exit_detail = None
+    if timeout:
+        _arm(timeout)
+    S.active = True
+    try:
+        return func(*args)
+    finally:
+        S.active = False
+        if timeout:
+            _disarm()
+
+
+def _classify_import_failure(target, exc):
+    if isinstance(exc, _LoadError):
+        return _error_info(exc.kind, exc.exc, exc.message)
+    if isinstance(exc, _Timeout) or S.timed_out:
+        return _error_info("import_timeout", exc, "importing the verifier did not finish in time")
+    if isinstance(exc, ModuleNotFoundError) and target.get("kind") == "module":
+        wanted = target.get("module") or ""
+        missing = exc.name or ""
+        if missing and (wanted == missing or wanted.startswith(missing + ".")):
+            return _error_info("module_not_found", exc)
+    if isinstance(exc, SyntaxError):
+        return _error_info("syntax_error", exc)
+    if isinstance(exc, (_ExitAttempt, SystemExit)):
+        detail = S.exit_detail or "sys.exit(%s)" % _safe_repr(getattr(exc, "code", None))
+        return _error_info("import_error", exc, "the verifier called %s while being imported" % detail)
+    return _error_info("import_error", exc)
+
+
+def _init(request):
+    target = request.get("target") or {}
+    fn_name = target.get("fn") or ""
+    S.messages = request.get("completion_format", "messages") != "string"
+    S.call_timeout = max(float(request.get("call_timeout_ms") or 2000), 1.0) / 1000.0
+    import_timeout = float(request.get("import_timeout_ms") or 0) / 1000.0
+    S.workdir = request.get("workdir") or _getcwd()
+    S.workdir_real = _realpath(S.workdir)
+    S.workdir_prefix = S.workdir_real.rstrip(os.sep) + os.sep
+
+    _apply_limits(request.get("memory_mb") or 0)
+    _install_writers()
+    try:
+        _chdir(S.workdir_real)
+    except OSError:
+        pass
+
+    harness_dir = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != harness_dir]
+    extra = [p for p in (request.get("pythonpath") or []) if isinstance(p, str)]
+    sys.path[:0] = [p for p in extra if p not in sys.path]
+
+    os._exit = _guarded_exit
+    posix._exit = _guarded_exit
+    sys.addaudithook(_audit)
+
+    label = "%s:%s" % (target.get("module") or target.get("path") or "?", fn_name)
+    started = _perf_counter()
+    try:
+        module, source_file = _import_target(target, import_timeout)
+    except BaseException as exc:
+        return {"op": "ready", "ok": False, "error": _classify_import_failure(target, exc)}
+    finally:
+        S.effects = []
+    import_ms = round((_perf_counter() - started) * 1000.0, 3)
+
+    try:
+        fn = _resolve_attribute(module, fn_name)
+    except AttributeError as exc:
+        available = _public_callables(module)
+        message = "%s has no attribute '%s'" % (getattr(module, "__name__", "the module"), fn_name)
+        if available:
+            message += "; functions defined there: " + ", ".join(available[:20])
+        return {"op": "ready", "ok": False, "error": _error_info("attribute_error", exc, message)}
+    if not callable(fn):
+        message = "%s is a %s, not a function" % (label, type(fn).__name__)
+        return {"op": "ready", "ok": False, "error": _error_info("not_callable", None, message)}
+    try:
+        plan, problem = _build_plan(fn, label)
+    except (TypeError, ValueError) as exc:
+        plan, problem = None, "cannot read the signature of %s: %s" % (label, _safe_str(exc))
+    if plan is None:
+        return {"op": "ready", "ok": False, "error": _error_info("not_callable", None, problem)}
+
+    S.fn = fn
+    S.plan = plan
+    S.is_async = _is_async_callable(fn)
+    if S.is_async:
+        _event_loop()
+    # Whatever the import left behind (caches, env tweaks) is the verifier's
+    # own setup; only changes made by calls are reported.
+    try:
+        S.file_baseline = frozenset(_listdir(S.workdir_real))
+    except OSError:
+        S.file_baseline = frozenset()
+    S.workdir_touched = False
+    S.workdir_mtime = _workdir_mtime()
+    S.env_baseline = dict(_environ_data())
+    _STDOUT.flush()
+    _STDERR.flush()
+    S.ready = True
+    return {
+        "op": "ready",
+        "ok": True,
+        "params": plan["params"],
+        "var_kwargs": plan["var_kwargs"],
+        "is_async": S.is_async,
+        "python": "%d.%d.%d" % tuple(sys.version_info[:3]),
+        "source_file": source_file,
+        "import_ms": import_ms,
+    }
+
+
+# ------------------------------------------------------------------ calling
+
+
+def _event_loop():
+    if S.loop is None:
+        import asyncio
+
+        S.loop = asyncio.new_event_loop()
+    return S.loop
+
+
+def _drop_event_loop():
+    loop = S.loop
+    S.loop = None
+    if loop is None:
+        return
+    try:
+        import asyncio
+
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.close()
+    except BaseException:
+        pass
+
+
+def _await(value):
+    was_active = S.active
+    S.active = False
+    try:
+        loop = _event_loop()
+    finally:
+        S.active = was_active
+    return loop.run_until_complete(value)
+
+
+def _is_awaitable(value):
+    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
+
+
+_FAST_NUMBERS = (float, int)
+_PLAIN_RESULTS = (float, int, bool, type(None), str)
+
+
+def _normalise(value):
+    """Returns (reward, reward_type, nonfinite)."""
+    kind = type(value)
+    name = kind.__name__
+    if kind is bool or (name in ("bool_", "bool") and hasattr(kind, "__float__")):
+        return (1.0 if value else 0.0), name, None
+    if kind in _FAST_NUMBERS or isinstance(value, (numbers.Real, decimal.Decimal)) or (
+        hasattr(kind, "__float__") and not isinstance(value, (str, bytes, complex))
+    ):
+        try:
+            number = float(value)
+        except OverflowError:
+            try:
+                negative = value < 0
+            except BaseException:
+                negative = False
+            return None, name, "-inf" if negative else "inf"
+        except Exception:
+            return None, name, None
+        if number != number:
+            return None, name, "nan"
+        if number in (math.inf, -math.inf):
+            return None, name, "inf" if number > 0 else "-inf"
+        return number, name, None
+    return None, name, None
+
+
+def _keyword_pool(request):
+    text = request.get("completion")
+    if not isinstance(text, str):
+        text = "" if text is None else _safe_str(text)
+    answer = request.get("answer")
+    if not isinstance(answer, str):
+        answer = "" if answer is None else _safe_str(answer)
+    prompt = request.get("prompt")
+    info = request.get("info")
+    if not isinstance(info, dict):
+        info = {}
+    if S.messages:
+        completion = [{"role": "assistant", "content": text}]
+        prompt_value = [] if prompt is None else [{"role": "user", "content": prompt}]
+    else:
+        completion = text
+        prompt_value = "" if prompt is None else prompt
+    return {
+        "completion": completion,
+        "answer": answer,
+        "prompt": prompt_value,
+        "info": info,
+        "state": {"answer": answer},
+        "task": "default",
+        "parser": _PARSER,
+    }
+
+
+def _evaluate(request):
+    request_id = request.get("id")
+    pool = _keyword_pool(request)
+    plan = S.plan
+    args = [pool[item] if is_pool else item for is_pool, item in plan["positional"]]
+    kwargs = {}
+    for name in plan["keywords"]:
+        kwargs[name] = pool[name]
+
+    S.effects = []
+    S.exit_detail = None
+    _STDOUT.reset()
+    _STDERR.reset()
+    status = "ok"
+    reward = None
+    reward_type = ""
+    nonfinite = None
+    error = None
+    used_loop = False
+
+    started = _perf_counter()
+    try:
+        _arm(S.call_timeout)
+        S.active = True
+        try:
+            value = S.fn(*args, **kwargs)
+            if type(value) not in _PLAIN_RESULTS and _is_awaitable(value):
+                used_loop = True
+                value = _await(value)
+            reward, reward_type, nonfinite = _normalise(value)
+        finally:
+            S.armed = False
+            S.active = False
+            _disarm()
+    except _Timeout:
+        status = "timeout"
+    except _ExitAttempt:
+        status = "exit"
+    except SystemExit as exc:
+        status = "exit"
+        S.exit_detail = "sys.exit(%s)" % _safe_repr(exc.code)
+    except BaseException as exc:
+        status = "raised"
+        error = {"type": type(exc).__name__, "message": _clip(_safe_str(exc), MESSAGE_LIMIT)}
+    elapsed = _perf_counter() - started
+
+    if S.exit_detail is not None:
+        status = "exit"
+    elif S.timed_out:
+        status = "timeout"
+    if status == "timeout":
+        error = {
+            "type": "Timeout",
+            "message": "the verifier did not return within %d ms" % round(S.call_timeout * 1000),
+        }
+    elif status == "exit":
+        _record("exit_attempt", S.exit_detail or "exit")
+        error = {"type": "SystemExit", "message": _clip(S.exit_detail or "exit", MESSAGE_LIMIT)}
+    if status != "ok":
+        reward = None
+        reward_type = ""
+        nonfinite = None
+        if used_loop and status in ("timeout", "exit"):
+            _drop_event_loop()
+
+    _housekeeping()
+    return {
+        "op": "result",
+        "id": request_id,
+        "status": status,
+        "reward": reward,
+        "reward_type": reward_type,
+        "nonfinite": nonfinite,
+        "error": error,
+        "side_effects": S.effects,
+        "ms": round(elapsed * 1000.0, 3),
+    }
+
+
+# --------------------------------------------------------------------- loop
+
+
+def _protocol_error(message):
+    return {"op": "error", "message": message}
+
+
+def _handle(line):
+    try:
+        request = _decode_json(line)
+    except ValueError as exc:
+        return _protocol_error("request is not valid JSON: %s" % exc)
+    if not isinstance(request, dict):
+        return _protocol_error("request is not a JSON object")
+    op = request.get("op")
+    if op == "eval":
+        if not S.ready:
+            return _protocol_error("eval before a successful init")
+        return _evaluate(request)
+    if op == "init":
+        return _protocol_error("init sent twice")
+    if op == "shutdown":
+        return None
+    return _protocol_error("unknown op %r" % (op,))
+
+
+def _first_request(line):
+    try:
+        request = _decode_json(line)
+    except ValueError:
+        request = None
+    if not isinstance(request, dict) or request.get("op") != "init":
+        return _protocol_error("the first request must be init")
+    return _init(request)
+
+
+def _shutdown():
+    _STDOUT.flush()
+    _STDERR.flush()
+    # Skip interpreter teardown: threads or atexit handlers left by the
+    # verifier must not keep the worker alive.
+    _real_exit(0)
+
+
+def main():
+    pending = []
+    initialised = False
+    while True:
+        try:
+            chunk = _os_read(REQUEST_FD, 1 << 18)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            _shutdown()
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(chunk[:cut])
+            block = b"".join(pending)
+        else:
+            block = chunk[:cut]
+        pending = [chunk[cut + 1 :]] if cut + 1 < len(chunk) else []
+        for line in block.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                if initialised:
+                    reply = _handle(line)
+                else:
+                    initialised = True
+                    reply = _first_request(line)
+            except BaseException as exc:
+                reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
+            if reply is None:
+                _shutdown()
+            # Each reply goes out before the next call starts: if that call
+            # kills the process, every earlier result has been delivered and
+            # the crash is pinned on the right request.
+            _send(_encode_json(reply).encode("ascii") + b"\n")
+
+
+if __name__ == "__main__":
+    main()

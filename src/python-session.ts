@@ -1,0 +1,1011 @@
+/**
+ * The one owner of the Python worker that runs a verifier.
+ *
+ * The worker reads requests on its fd 3 and answers on fd 4, so whatever the
+ * verifier prints on stdout/stderr never mixes with replies. Hangs the worker
+ * cannot interrupt itself and crashes are handled here by killing its process
+ * group and starting a fresh worker.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync, statSync } from 'node:fs';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Readable, Writable } from 'node:stream';
+import { z } from 'zod';
+import { GatekeptError } from './errors.js';
+import { HARNESS_PATH } from './paths.js';
+import { COMPLETION_FORMATS, type CompletionFormat } from './types.js';
+
+export type VerifierTarget =
+  | { kind: 'module'; module: string; fn: string }
+  | { kind: 'file'; path: string; fn: string };
+
+export const SIDE_EFFECT_KINDS = [
+  'file_created',
+  'file_write_blocked',
+  'env_changed',
+  'network_blocked',
+  'subprocess_blocked',
+  'kill_blocked',
+  'exit_attempt',
+  'output',
+] as const;
+export type SideEffectKind = (typeof SIDE_EFFECT_KINDS)[number];
+
+export interface SessionOptions {
+  python: string;
+  target: VerifierTarget;
+  pythonpath: string[];
+  completionFormat: CompletionFormat;
+  callTimeoutMs: number;
+  importTimeoutMs: number;
+  memoryMb: number;
+  /** How much of the worker's stdout and of its stderr to keep for diagnostics. */
+  outputCapBytes?: number;
+}
+
+export interface EvalRequest {
+  completion: string;
+  answer: string;
+  prompt?: string | null;
+  info?: Record<string, unknown>;
+}
+
+export interface EvalResult {
+  /** `skipped`: never sent, because the audit had already stopped (see WorkerPool's stopOnTimeout). */
+  status: 'ok' | 'raised' | 'timeout' | 'exit' | 'crashed' | 'skipped';
+  reward: number | null;
+  /** Python type name of the returned value; '' when nothing was returned. */
+  rewardType: string;
+  nonFinite: 'nan' | 'inf' | '-inf' | null;
+  error: { type: string; message: string } | null;
+  sideEffects: { kind: SideEffectKind; detail: string }[];
+  ms: number;
+}
+
+export interface VerifierInfo {
+  params: string[];
+  varKwargs: boolean;
+  isAsync: boolean;
+  pythonVersion: string;
+  sourceFile: string | null;
+  importMs: number;
+}
+
+export interface VerifierSession {
+  readonly info: VerifierInfo;
+  evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024;
+/** Slack on top of the call timeout before a silent worker is presumed stuck. */
+const CALL_GRACE_MS = 1000;
+/** The worker times its own import out first, so it can say where it hung. */
+const IMPORT_GRACE_MS = 1000;
+const MAX_RESTARTS = 50;
+const SHUTDOWN_WAIT_MS = 500;
+const KILL_WAIT_MS = 3000;
+/** After the worker exits, replies it already wrote may still be in flight. */
+const REPLY_DRAIN_MS = 1000;
+const WRITE_CHUNK_CHARS = 64 * 1024;
+const STDERR_TAIL_LINES = 20;
+const TRACEBACK_TAIL_LINES = 12;
+
+// ---------------------------------------------------------------- verifier spec
+
+const PY_IDENTIFIER = /^[\p{L}_][\p{L}\p{N}_]*$/u;
+const SPEC_FORMS = "expected 'package.module:function' or 'path/to/file.py:function'";
+
+function isDottedName(value: string): boolean {
+  return value.length > 0 && value.split('.').every((part) => PY_IDENTIFIER.test(part));
+}
+
+export function parseVerifierSpec(spec: string, cwd: string): VerifierTarget {
+  const colon = spec.lastIndexOf(':');
+  const where = colon > 0 ? spec.slice(0, colon).trim() : '';
+  const fn = colon > 0 ? spec.slice(colon + 1).trim() : '';
+  if (!where || !fn) {
+    throw new GatekeptError('BAD_ARGUMENT', `verifier '${spec}' is malformed; ${SPEC_FORMS}`);
+  }
+  if (!isDottedName(fn)) {
+    throw new GatekeptError(
+      'BAD_ARGUMENT',
+      `'${fn}' in verifier '${spec}' is not a Python function name; ${SPEC_FORMS}`,
+    );
+  }
+  const looksLikePath = where.endsWith('.py') || where.includes('/') || where.includes(path.sep);
+  if (!looksLikePath) {
+    if (!isDottedName(where)) {
+      throw new GatekeptError(
+        'BAD_ARGUMENT',
+        `'${where}' in verifier '${spec}' is neither a module name nor a .py file; ${SPEC_FORMS}`,
+      );
+    }
+    return { kind: 'module', module: where, fn };
+  }
+  if (!where.endsWith('.py')) {
+    throw new GatekeptError(
+      'BAD_ARGUMENT',
+      `'${where}' in verifier '${spec}' looks like a path but does not end in .py; ${SPEC_FORMS}`,
+    );
+  }
+  const absolute = path.resolve(cwd, where);
+  let isFile = false;
+  try {
+    isFile = statSync(absolute).isFile();
+  } catch {
+    throw new GatekeptError('VERIFIER_NOT_FOUND', `verifier file ${where} does not exist`, {
+      suggestion: 'check the path; relative paths are taken from the current directory',
+    });
+  }
+  if (!isFile) {
+    throw new GatekeptError('VERIFIER_NOT_FOUND', `verifier path ${where} is not a file`);
+  }
+  return { kind: 'file', path: absolute, fn };
+}
+
+// -------------------------------------------------------------------- protocol
+
+const sideEffectSchema = z.object({ kind: z.enum(SIDE_EFFECT_KINDS), detail: z.string() });
+
+const resultReplySchema = z.object({
+  op: z.literal('result'),
+  id: z.number().int(),
+  status: z.enum(['ok', 'raised', 'timeout', 'exit']),
+  reward: z.number().nullable(),
+  reward_type: z.string(),
+  nonfinite: z.enum(['nan', 'inf', '-inf']).nullable(),
+  error: z.object({ type: z.string(), message: z.string() }).nullable(),
+  side_effects: z.array(sideEffectSchema),
+  ms: z.number(),
+});
+
+const harnessErrorSchema = z.object({ op: z.literal('error'), message: z.string() });
+
+const evalReplySchema = z.discriminatedUnion('op', [resultReplySchema, harnessErrorSchema]);
+
+const LOAD_ERROR_KINDS = [
+  'module_not_found',
+  'file_not_found',
+  'syntax_error',
+  'import_error',
+  'attribute_error',
+  'not_callable',
+  'python_too_old',
+  'import_timeout',
+] as const;
+
+const loadErrorSchema = z.object({
+  kind: z.enum(LOAD_ERROR_KINDS),
+  type: z.string(),
+  message: z.string(),
+  traceback: z.string(),
+});
+type LoadError = z.infer<typeof loadErrorSchema>;
+
+const readyReplySchema = z.union([
+  z.object({
+    op: z.literal('ready'),
+    ok: z.literal(true),
+    params: z.array(z.string()),
+    var_kwargs: z.boolean(),
+    is_async: z.boolean(),
+    python: z.string(),
+    source_file: z.string().nullable(),
+    import_ms: z.number(),
+  }),
+  z.object({ op: z.literal('ready'), ok: z.literal(false), error: loadErrorSchema }),
+  harnessErrorSchema,
+]);
+
+function protocolError(problem: string, line: string): GatekeptError {
+  return new GatekeptError('HARNESS_PROTOCOL', `the Python harness sent an invalid reply: ${problem}`, {
+    details: [`reply: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}`],
+    suggestion: 'this is a bug in gatekept; please report it with the verifier that triggered it',
+  });
+}
+
+function parseReply<T>(schema: z.ZodType<T>, line: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw protocolError('not JSON', line);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
+    throw protocolError(`${where}${issue?.message ?? 'unexpected shape'}`, line);
+  }
+  return parsed.data;
+}
+
+// ---------------------------------------------------------------------- worker
+
+interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+function describeExit(info: ExitInfo): string {
+  return info.signal !== null ? `was killed by ${info.signal}` : `exited with code ${info.code ?? '?'}`;
+}
+
+/** Keeps the last `cap` bytes of a stream and drops the rest. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    if (this.cap === 0) return;
+    if (chunk.length >= this.cap) {
+      this.chunks = [chunk.subarray(chunk.length - this.cap)];
+      this.size = this.cap;
+      return;
+    }
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size > this.cap) {
+      const first = this.chunks[0]!;
+      const excess = this.size - this.cap;
+      if (first.length <= excess) {
+        this.chunks.shift();
+        this.size -= first.length;
+      } else {
+        this.chunks[0] = first.subarray(excess);
+        this.size -= excess;
+      }
+    }
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+function tailLines(text: string, count: number): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.length > 0)
+    .slice(-count);
+}
+
+interface WorkerHandlers {
+  lines: (lines: string[]) => void;
+  exit: (info: ExitInfo) => void;
+}
+
+/** Workers still running, so a Node process that exits takes them down too. */
+const liveWorkers = new Set<Worker>();
+const liveWorkdirs = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const worker of liveWorkers) worker.kill();
+    for (const dir of liveWorkdirs) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // best effort while the process is going away
+      }
+    }
+  });
+}
+
+function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && 'code' in error;
+}
+
+class Worker {
+  readonly stdout: TailBuffer;
+  readonly stderr: TailBuffer;
+  exitInfo: ExitInfo | null = null;
+  readonly done: Promise<ExitInfo>;
+
+  private partial = '';
+  private backlog: string[] = [];
+  private handlers: WorkerHandlers | null = null;
+  private processExit: ExitInfo | null = null;
+  private repliesClosed = false;
+  private killed = false;
+  private resolveDone!: (info: ExitInfo) => void;
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly pid: number,
+    private readonly requests: Writable,
+    replies: Readable,
+    outputCap: number,
+  ) {
+    this.stdout = new TailBuffer(outputCap);
+    this.stderr = new TailBuffer(outputCap);
+    this.done = new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+
+    child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+    replies.setEncoding('utf8');
+    replies.on('data', (chunk: string) => this.onData(chunk));
+    replies.on('close', () => {
+      this.repliesClosed = true;
+      this.maybeFinish();
+    });
+    for (const stream of [child.stdout, child.stderr, requests, replies]) {
+      stream?.on('error', () => {
+        // EPIPE and friends: the exit handler reports what happened
+      });
+    }
+    child.on('exit', (code, signal) => {
+      this.processExit = { code, signal };
+      // Anything the verifier left running in the group goes with it.
+      this.kill();
+      setTimeout(() => {
+        this.repliesClosed = true;
+        this.maybeFinish();
+      }, REPLY_DRAIN_MS).unref();
+      this.maybeFinish();
+    });
+
+    // An idle session must not keep Node alive; the exit hook cleans up.
+    child.unref();
+    for (const stream of [child.stdout, child.stderr, requests, replies]) {
+      (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    }
+    liveWorkers.add(this);
+    installExitHook();
+  }
+
+  static async start(
+    python: string,
+    workdir: string,
+    env: NodeJS.ProcessEnv,
+    outputCap: number,
+  ): Promise<Worker> {
+    // node:child_process rather than execa: execa guesses a direction for
+    // extra fds and treats 'pipe' on fd 3 as an output, but fd 3 is our
+    // request channel into the worker.
+    const child = spawn(python, ['-B', '-X', 'utf8', HARNESS_PATH], {
+      cwd: workdir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      detached: true,
+      windowsHide: true,
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve);
+        child.once('error', reject);
+      });
+    } catch (error) {
+      const code = isErrnoException(error) ? error.code : undefined;
+      if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR' || code === 'EISDIR') {
+        throw new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${python}' (${code})`, {
+          suggestion: 'install Python 3.10 or newer, or pass its path with --python',
+          cause: error,
+        });
+      }
+      throw new GatekeptError('HARNESS_FAILED', `starting '${python}' failed: ${String(error)}`, { cause: error });
+    }
+    const requests = child.stdio[3] as Writable | null | undefined;
+    const replies = child.stdio[4] as Readable | null | undefined;
+    if (!requests || !replies || child.pid === undefined) {
+      child.kill('SIGKILL');
+      throw new GatekeptError('HARNESS_FAILED', 'the Python worker started without its protocol pipes');
+    }
+    return new Worker(child, child.pid, requests, replies, outputCap);
+  }
+
+  get exited(): boolean {
+    return this.processExit !== null;
+  }
+
+  setHandlers(handlers: WorkerHandlers | null): void {
+    this.handlers = handlers;
+    if (!handlers) return;
+    if (this.backlog.length > 0) {
+      const lines = this.backlog;
+      this.backlog = [];
+      handlers.lines(lines);
+    }
+    if (this.exitInfo && this.handlers === handlers) handlers.exit(this.exitInfo);
+  }
+
+  /** Returns false when the pipe is full; wait for drain() before writing more. */
+  write(data: string): boolean {
+    if (this.processExit || this.requests.destroyed) return false;
+    return this.requests.write(data);
+  }
+
+  drain(): Promise<void> {
+    if (this.processExit || this.requests.destroyed || !this.requests.writableNeedDrain) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const finish = (): void => {
+        this.requests.off('drain', finish);
+        this.requests.off('close', finish);
+        resolve();
+      };
+      this.requests.on('drain', finish);
+      this.requests.on('close', finish);
+      void this.done.then(finish);
+    });
+  }
+
+  /** SIGKILL the whole process group: the worker and anything it started. */
+  kill(): void {
+    this.killed = true;
+    try {
+      process.kill(-this.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    if (this.processExit === null) {
+      try {
+        this.child.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (!this.exited && !this.killed) {
+      this.write('{"op":"shutdown"}\n');
+      await withTimeout(this.done, SHUTDOWN_WAIT_MS);
+    }
+    this.kill();
+    await withTimeout(this.done, KILL_WAIT_MS);
+  }
+
+  private onData(chunk: string): void {
+    let start = 0;
+    let newline = chunk.indexOf('\n');
+    if (newline < 0) {
+      this.partial += chunk;
+      return;
+    }
+    const lines: string[] = [];
+    while (newline >= 0) {
+      let line = chunk.slice(start, newline);
+      if (this.partial) {
+        line = this.partial + line;
+        this.partial = '';
+      }
+      if (line.length > 0) lines.push(line);
+      start = newline + 1;
+      newline = chunk.indexOf('\n', start);
+    }
+    if (start < chunk.length) this.partial = chunk.slice(start);
+    if (lines.length === 0) return;
+    if (this.handlers) this.handlers.lines(lines);
+    else this.backlog.push(...lines);
+  }
+
+  private maybeFinish(): void {
+    if (this.exitInfo || !this.processExit || !this.repliesClosed) return;
+    this.exitInfo = this.processExit;
+    liveWorkers.delete(this);
+    this.resolveDone(this.exitInfo);
+    this.handlers?.exit(this.exitInfo);
+  }
+}
+
+/** Resolves when `promise` settles or after `ms`, holding Node open meanwhile. */
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      promise.then(
+        () => undefined,
+        () => undefined,
+      ),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, ms);
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
+// --------------------------------------------------------------------- session
+
+interface NormalisedOptions {
+  python: string;
+  target: VerifierTarget;
+  pythonpath: string[];
+  completionFormat: CompletionFormat;
+  callTimeoutMs: number;
+  importTimeoutMs: number;
+  memoryMb: number;
+  outputCapBytes: number;
+}
+
+const targetSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('module'), module: z.string().min(1), fn: z.string().min(1) }),
+  z.object({ kind: z.literal('file'), path: z.string().min(1), fn: z.string().min(1) }),
+]);
+
+const optionsSchema = z.object({
+  python: z.string().min(1),
+  target: targetSchema,
+  pythonpath: z.array(z.string().min(1)),
+  completionFormat: z.enum(COMPLETION_FORMATS),
+  callTimeoutMs: z.number().int().positive(),
+  importTimeoutMs: z.number().int().positive(),
+  memoryMb: z.number().int().nonnegative(),
+  outputCapBytes: z.number().int().nonnegative().optional(),
+});
+
+function normaliseOptions(options: SessionOptions): NormalisedOptions {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) {
+    throw new GatekeptError('BAD_ARGUMENT', 'invalid verifier session options', {
+      details: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`),
+    });
+  }
+  const value = parsed.data;
+  const target: VerifierTarget =
+    value.target.kind === 'file' ? { ...value.target, path: path.resolve(value.target.path) } : value.target;
+  return {
+    ...value,
+    target,
+    pythonpath: value.pythonpath.map((entry) => path.resolve(entry)),
+    outputCapBytes: value.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
+  };
+}
+
+function workerEnv(workdir: string): NodeJS.ProcessEnv {
+  // A whitelist, so no credential in the caller's environment reaches the
+  // verifier. Thread counts are pinned: threaded BLAS makes float sums vary
+  // run to run and reserves address space per core, which trips RLIMIT_AS.
+  return {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    HOME: workdir,
+    TMPDIR: workdir,
+    PYTHONHASHSEED: '0',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONUNBUFFERED: '1',
+    OMP_NUM_THREADS: '1',
+    OPENBLAS_NUM_THREADS: '1',
+    MKL_NUM_THREADS: '1',
+  };
+}
+
+function targetLabel(target: VerifierTarget): string {
+  return `${target.kind === 'module' ? target.module : target.path}:${target.fn}`;
+}
+
+function loadFailure(error: LoadError, options: NormalisedOptions): GatekeptError {
+  const label = targetLabel(options.target);
+  const details = [error.message, ...tailLines(error.traceback, TRACEBACK_TAIL_LINES)];
+  switch (error.kind) {
+    case 'python_too_old':
+      return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}': ${error.message}`, {
+        suggestion: 'pass a Python 3.10 or newer with --python',
+      });
+    case 'module_not_found':
+      return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier module for ${label}`, {
+        details: [error.message],
+        suggestion:
+          'check the module name; its package must be importable from the current directory or a --pythonpath directory',
+      });
+    case 'file_not_found':
+      return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier file for ${label}`, {
+        details: [error.message],
+      });
+    case 'attribute_error':
+      return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier function ${label}`, {
+        details: [error.message],
+        suggestion: 'check the function name after the colon',
+      });
+    case 'syntax_error':
+      return new GatekeptError('VERIFIER_IMPORT_FAILED', `the verifier ${label} has a syntax error`, { details });
+    case 'import_error':
+      return new GatekeptError('VERIFIER_IMPORT_FAILED', `importing the verifier ${label} failed`, {
+        details,
+        suggestion:
+          error.type === 'ModuleNotFoundError'
+            ? `install the missing package for the Python interpreter '${options.python}' (or pass another with --python)`
+            : 'fix the error above; the verifier must import cleanly on its own',
+      });
+    case 'not_callable':
+      return new GatekeptError('VERIFIER_NOT_CALLABLE', `the verifier ${label} cannot be called as a reward function`, {
+        details: [error.message],
+      });
+    case 'import_timeout':
+      return importTimeout(options, details);
+  }
+}
+
+function importTimeout(options: NormalisedOptions, details: string[] = []): GatekeptError {
+  return new GatekeptError(
+    'VERIFIER_IMPORT_TIMEOUT',
+    `importing the verifier ${targetLabel(options.target)} took longer than ${options.importTimeoutMs} ms`,
+    { details, suggestion: 'raise timeouts.import_ms in the policy if the verifier really needs longer to load' },
+  );
+}
+
+function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): GatekeptError {
+  const stderr = worker.stderr.text();
+  const details = tailLines(stderr, STDERR_TAIL_LINES);
+  if (/needs Python 3\.10 or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
+    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python 3.10`, {
+      details,
+      suggestion: 'pass a Python 3.10 or newer with --python',
+    });
+  }
+  if (info.code === 126 || info.code === 127) {
+    return new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${options.python}'`, {
+      details,
+      suggestion: 'install Python 3.10 or newer, or pass its path with --python',
+    });
+  }
+  return new GatekeptError('HARNESS_FAILED', `the Python worker ${describeExit(info)} before it was ready`, {
+    details,
+    suggestion: `check that '${options.python}' runs as a Python 3.10 or newer interpreter`,
+  });
+}
+
+type SegmentOutcome =
+  | { kind: 'done' }
+  | { kind: 'timeout'; index: number; ms: number }
+  | { kind: 'crashed'; index: number; ms: number; exit: ExitInfo };
+
+function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
+  // Mirrors the worker's own timeout reply so the path taken does not show.
+  return {
+    status: 'timeout',
+    reward: null,
+    rewardType: '',
+    nonFinite: null,
+    error: { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` },
+    sideEffects: [],
+    ms,
+  };
+}
+
+function crashedResult(exit: ExitInfo, ms: number): EvalResult {
+  return {
+    status: 'crashed',
+    reward: null,
+    rewardType: '',
+    nonFinite: null,
+    error: { type: 'ProcessExited', message: `the verifier process ${describeExit(exit)}` },
+    sideEffects: [],
+    ms,
+  };
+}
+
+function roundMs(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
+
+function serialiseRequest(request: EvalRequest, id: number, index: number): string {
+  try {
+    return JSON.stringify({
+      op: 'eval',
+      id,
+      completion: request.completion,
+      answer: request.answer,
+      prompt: request.prompt ?? null,
+      info: request.info ?? {},
+    });
+  } catch (error) {
+    throw new GatekeptError('BAD_ARGUMENT', `request ${index} cannot be sent to the verifier: ${String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+class PythonSession implements VerifierSession {
+  info!: VerifierInfo;
+  private worker: Worker | null = null;
+  private restarts = 0;
+  private nextId = 1;
+  private closed = false;
+  private closing: Promise<void> | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly env: NodeJS.ProcessEnv;
+
+  constructor(
+    private readonly options: NormalisedOptions,
+    private readonly workdir: string,
+  ) {
+    this.env = workerEnv(workdir);
+  }
+
+  async start(): Promise<void> {
+    const { worker, info } = await this.launch();
+    this.worker = worker;
+    this.info = info;
+  }
+
+  evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+    const run = this.queue.then(() => this.evaluateAll(requests));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.stop();
+    await rm(this.workdir, { recursive: true, force: true });
+    liveWorkdirs.delete(this.workdir);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new GatekeptError('INTERNAL', 'the verifier session is closed');
+  }
+
+  private async evaluateAll(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+    this.assertOpen();
+    const results = new Array<EvalResult>(requests.length);
+    let start = 0;
+    while (start < requests.length) {
+      const worker = await this.ensureWorker();
+      const outcome = await this.runSegment(worker, requests, start, results);
+      if (outcome.kind === 'done') break;
+      if (this.closed) {
+        throw new GatekeptError('HARNESS_FAILED', 'the verifier session was closed during an evaluation');
+      }
+      results[outcome.index] =
+        outcome.kind === 'timeout'
+          ? timeoutResult(this.options.callTimeoutMs, outcome.ms)
+          : crashedResult(outcome.exit, outcome.ms);
+      start = outcome.index + 1;
+      await this.restart();
+    }
+    return results;
+  }
+
+  private async ensureWorker(): Promise<Worker> {
+    if (this.worker && !this.worker.exited) return this.worker;
+    await this.restart();
+    return this.worker!;
+  }
+
+  private async restart(): Promise<void> {
+    this.assertOpen();
+    const old = this.worker;
+    this.worker = null;
+    if (old) {
+      old.kill();
+      await withTimeout(old.done, KILL_WAIT_MS);
+    }
+    this.restarts += 1;
+    if (this.restarts > MAX_RESTARTS) {
+      throw new GatekeptError(
+        'HARNESS_FAILED',
+        `the verifier crashed or hung more than ${MAX_RESTARTS} times in one session; giving up`,
+        { suggestion: 'run the verifier on a few of the failing completions by hand to see why it dies' },
+      );
+    }
+    await this.emptyWorkdir();
+    try {
+      const { worker } = await this.launch();
+      this.worker = worker;
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new GatekeptError('HARNESS_FAILED', `restarting the verifier worker failed: ${reason}`, {
+        cause: error,
+        details: error instanceof GatekeptError ? error.details : [],
+      });
+    }
+  }
+
+  /** A fresh worker starts from an empty workdir, so runs stay comparable. */
+  private async emptyWorkdir(): Promise<void> {
+    const entries = await readdir(this.workdir).catch(() => [] as string[]);
+    await Promise.all(
+      entries.map((entry) => rm(path.join(this.workdir, entry), { recursive: true, force: true })),
+    );
+  }
+
+  private async launch(): Promise<{ worker: Worker; info: VerifierInfo }> {
+    const options = this.options;
+    const worker = await Worker.start(options.python, this.workdir, this.env, options.outputCapBytes);
+    try {
+      const init = {
+        op: 'init',
+        target: options.target,
+        pythonpath: options.pythonpath,
+        completion_format: options.completionFormat,
+        call_timeout_ms: options.callTimeoutMs,
+        import_timeout_ms: options.importTimeoutMs,
+        memory_mb: options.memoryMb,
+        workdir: this.workdir,
+      };
+      worker.write(`${JSON.stringify(init)}\n`);
+      const info = await this.awaitReady(worker);
+      return { worker, info };
+    } catch (error) {
+      worker.setHandlers(null);
+      await worker.stop();
+      throw error;
+    }
+  }
+
+  private awaitReady(worker: Worker): Promise<VerifierInfo> {
+    const options = this.options;
+    return new Promise<VerifierInfo>((resolve, reject) => {
+      let settled = false;
+      const settle = (action: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        worker.setHandlers(null);
+        action();
+      };
+      const timer = setTimeout(() => {
+        worker.kill();
+        settle(() => reject(importTimeout(options)));
+      }, options.importTimeoutMs + IMPORT_GRACE_MS);
+      worker.setHandlers({
+        lines: (lines) => {
+          const line = lines[0]!;
+          try {
+            if (lines.length > 1) throw protocolError('more than one reply to init', lines[1]!);
+            const reply = parseReply(readyReplySchema, line);
+            if (reply.op === 'error') throw protocolError(reply.message, line);
+            if (!reply.ok) throw loadFailure(reply.error, options);
+            settle(() =>
+              resolve({
+                params: reply.params,
+                varKwargs: reply.var_kwargs,
+                isAsync: reply.is_async,
+                pythonVersion: reply.python,
+                sourceFile: reply.source_file,
+                importMs: reply.import_ms,
+              }),
+            );
+          } catch (error) {
+            settle(() => reject(error));
+          }
+        },
+        exit: (info) => settle(() => reject(earlyExit(info, worker, options))),
+      });
+    });
+  }
+
+  /**
+   * Streams requests[start..] to the worker and collects replies in order until
+   * the batch is done or the request in flight hangs or kills the worker.
+   */
+  private runSegment(
+    worker: Worker,
+    requests: readonly EvalRequest[],
+    start: number,
+    results: EvalResult[],
+  ): Promise<SegmentOutcome> {
+    const total = requests.length;
+    const firstId = this.nextId;
+    this.nextId += total - start;
+    const deadlineMs = this.options.callTimeoutMs + CALL_GRACE_MS;
+
+    return new Promise<SegmentOutcome>((resolve, reject) => {
+      let next = start;
+      let settled = false;
+      let inFlightSince = performance.now();
+
+      const settle = (action: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        worker.setHandlers(null);
+        action();
+      };
+      const fail = (error: unknown): void => {
+        worker.kill();
+        settle(() => reject(error));
+      };
+      const timer = setTimeout(() => {
+        worker.kill();
+        const ms = roundMs(performance.now() - inFlightSince);
+        settle(() => resolve({ kind: 'timeout', index: next, ms }));
+      }, deadlineMs);
+
+      worker.setHandlers({
+        lines: (lines) => {
+          if (settled) return;
+          for (const line of lines) {
+            if (next >= total) return fail(protocolError('more replies than requests', line));
+            let reply: z.infer<typeof evalReplySchema>;
+            try {
+              reply = parseReply(evalReplySchema, line);
+            } catch (error) {
+              return fail(error);
+            }
+            if (reply.op === 'error') return fail(protocolError(reply.message, line));
+            const expectedId = firstId + (next - start);
+            if (reply.id !== expectedId) {
+              return fail(protocolError(`reply id ${reply.id} where ${expectedId} was expected`, line));
+            }
+            results[next] = {
+              status: reply.status,
+              reward: reply.reward,
+              rewardType: reply.reward_type,
+              nonFinite: reply.nonfinite,
+              error: reply.error,
+              sideEffects: reply.side_effects,
+              ms: reply.ms,
+            };
+            next += 1;
+          }
+          if (next >= total) {
+            settle(() => resolve({ kind: 'done' }));
+            return;
+          }
+          inFlightSince = performance.now();
+          timer.refresh();
+        },
+        exit: (exit) => {
+          const ms = roundMs(performance.now() - inFlightSince);
+          settle(() => resolve({ kind: 'crashed', index: next, ms, exit }));
+        },
+      });
+
+      this.writeRequests(worker, requests, start, firstId, () => settled).catch(fail);
+    });
+  }
+
+  private async writeRequests(
+    worker: Worker,
+    requests: readonly EvalRequest[],
+    start: number,
+    firstId: number,
+    stopped: () => boolean,
+  ): Promise<void> {
+    let buffer = '';
+    for (let index = start; index < requests.length; index += 1) {
+      const request = requests[index]!;
+      if (typeof request.completion !== 'string' || typeof request.answer !== 'string') {
+        throw new GatekeptError('INTERNAL', `request ${index} needs string completion and answer`);
+      }
+      buffer += `${serialiseRequest(request, firstId + (index - start), index)}\n`;
+      if (buffer.length >= WRITE_CHUNK_CHARS) {
+        if (stopped()) return;
+        const flowing = worker.write(buffer);
+        buffer = '';
+        if (!flowing) await worker.drain();
+      }
+    }
+    if (buffer && !stopped()) worker.write(buffer);
+  }
+}
+
+export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
+  const normalised = normaliseOptions(options);
+  const workdir = await mkdtemp(path.join(os.tmpdir(), 'gatekept-'));
+  liveWorkdirs.add(workdir);
+  installExitHook();
+  const session = new PythonSession(normalised, workdir);
+  try {
+    await session.start();
+  } catch (error) {
+    await session.close();
+    throw error;
+  }
+  return session;
+}

@@ -1,0 +1,612 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GatekeptError } from '../src/errors.js';
+import {
+  openVerifierSession,
+  parseVerifierSpec,
+  type EvalRequest,
+  type EvalResult,
+  type SessionOptions,
+  type VerifierSession,
+} from '../src/python-session.js';
+
+const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
+
+let dir: string;
+let counter = 0;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'gatekept-session-test-'));
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function verifierFile(source: string): Promise<string> {
+  counter += 1;
+  const file = path.join(dir, `verifier_${counter}.py`);
+  await writeFile(file, source);
+  return file;
+}
+
+function options(file: string, overrides: Partial<SessionOptions> = {}): SessionOptions {
+  return {
+    python: PYTHON,
+    target: { kind: 'file', path: file, fn: 'reward' },
+    pythonpath: [],
+    completionFormat: 'messages',
+    callTimeoutMs: 2000,
+    importTimeoutMs: 10_000,
+    memoryMb: 2048,
+    ...overrides,
+  };
+}
+
+async function withSession<T>(
+  source: string,
+  body: (session: VerifierSession) => Promise<T>,
+  overrides: Partial<SessionOptions> = {},
+): Promise<T> {
+  const session = await openVerifierSession(options(await verifierFile(source), overrides));
+  try {
+    return await body(session);
+  } finally {
+    await session.close();
+  }
+}
+
+async function failure(promise: Promise<unknown>): Promise<GatekeptError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(GatekeptError);
+    return error as GatekeptError;
+  }
+  throw new Error('expected a GatekeptError');
+}
+
+function req(completion: string, answer = '42', extra: Partial<EvalRequest> = {}): EvalRequest {
+  return { completion, answer, ...extra };
+}
+
+function withoutMs(results: EvalResult[]): Omit<EvalResult, 'ms'>[] {
+  return results.map(({ ms: _ms, ...rest }) => rest);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const STRICT = `
+def reward(completion, answer):
+    text = completion[-1]["content"]
+    return 1.0 if text.strip() == answer else 0.0
+`;
+
+// One verifier that misbehaves in whichever way the completion asks for.
+const MISCHIEF = `
+import os, re, signal, socket, sys
+
+def reward(completion, answer, **kwargs):
+    what = completion[-1]["content"]
+    if what == "pid":
+        return os.getpid()
+    if what == "loop":
+        while True:
+            pass
+    if what == "stubborn":
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                pass
+    if what == "regex":
+        return 1.0 if re.match(r"(a+)+$", "a" * 40 + "b") else 0.0
+    if what == "os_exit":
+        os._exit(3)
+    if what == "sys_exit":
+        sys.exit()
+    if what == "abort":
+        os.abort()
+    if what == "self_kill":
+        signal.raise_signal(signal.SIGKILL)
+    if what == "network":
+        socket.create_connection(("127.0.0.1", 9), timeout=1)
+    if what == "kill":
+        os.kill(os.getppid(), signal.SIGTERM)
+    if what == "subprocess":
+        import subprocess
+        subprocess.run(["true"])
+    if what.startswith("write:"):
+        with open(what[len("write:"):], "w") as handle:
+            handle.write("x")
+        return 1.0
+    if what == "env_set":
+        os.environ["GATEKEPT_TEST_VAR"] = "1"
+        return 1.0
+    if what == "env_check":
+        return 0.0 if "GATEKEPT_TEST_VAR" in os.environ else 1.0
+    if what == "make_file":
+        with open("scratch.txt", "w") as handle:
+            handle.write("x")
+        return 1.0 if os.path.exists("scratch.txt") else 0.0
+    if what == "file_check":
+        return 0.0 if os.path.exists("scratch.txt") else 1.0
+    if what == "chdir":
+        os.chdir("/")
+        return 1.0
+    if what == "cwd_check":
+        return 1.0 if os.getcwd() == os.path.realpath(os.environ["HOME"]) else 0.0
+    if what == "print":
+        print("x" * 5_000_000)
+        os.write(1, b"y" * 5_000_000)
+        sys.stderr.write("z" * 100)
+        return 1.0
+    if what == "secret":
+        return 0.0 if "GATEKEPT_FAKE_SECRET" in os.environ else 1.0
+    if what == "home":
+        return 1.0 if os.environ.get("HOME") == os.environ.get("TMPDIR") == os.getcwd() else 0.0
+    return 1.0 if what == answer else 0.0
+`;
+
+describe('parseVerifierSpec', () => {
+  it('reads module and file specs', async () => {
+    expect(parseVerifierSpec('pkg.mod:reward', dir)).toEqual({ kind: 'module', module: 'pkg.mod', fn: 'reward' });
+    const file = await verifierFile(STRICT);
+    expect(parseVerifierSpec(`${path.basename(file)}:reward`, dir)).toEqual({ kind: 'file', path: file, fn: 'reward' });
+    expect(parseVerifierSpec(`${file}:Grader.score`, '/')).toEqual({ kind: 'file', path: file, fn: 'Grader.score' });
+  });
+
+  it.each(['reward', 'pkg.mod:', ':reward', 'pkg.mod:1st', 'my pkg:reward', 'dir/file:reward', 'a..b:fn'])(
+    'rejects %j as BAD_ARGUMENT naming the spec',
+    (spec) => {
+      let caught: unknown;
+      try {
+        parseVerifierSpec(spec, dir);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(GatekeptError);
+      expect((caught as GatekeptError).code).toBe('BAD_ARGUMENT');
+      expect((caught as GatekeptError).message).toContain('package.module:function');
+    },
+  );
+
+  it('reports a missing .py file as VERIFIER_NOT_FOUND', () => {
+    expect(() => parseVerifierSpec('nope/missing.py:reward', dir)).toThrow(
+      expect.objectContaining({ code: 'VERIFIER_NOT_FOUND' }),
+    );
+  });
+});
+
+describe('scoring', () => {
+  it('scores gold and wrong answers in messages mode and describes the verifier', async () => {
+    const file = await verifierFile(STRICT);
+    const session = await openVerifierSession(options(file));
+    try {
+      expect(session.info).toMatchObject({
+        params: ['completion', 'answer'],
+        varKwargs: false,
+        isAsync: false,
+        sourceFile: file,
+      });
+      expect(session.info.pythonVersion).toMatch(/^3\.\d+\.\d+$/);
+      const results = await session.evaluate([req('42'), req('17'), req(' 42 ')]);
+      expect(results.map((r) => [r.status, r.reward, r.rewardType])).toEqual([
+        ['ok', 1.0, 'float'],
+        ['ok', 0.0, 'float'],
+        ['ok', 1.0, 'float'],
+      ]);
+      expect(results[0]).toMatchObject({ nonFinite: null, error: null, sideEffects: [] });
+      expect(await session.evaluate([])).toEqual([]);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('passes plain strings in string mode', async () => {
+    const source = `
+def reward(completion, answer, prompt):
+    assert isinstance(completion, str), type(completion)
+    assert prompt == "" or prompt == "Q?", prompt
+    return completion == answer
+`;
+    await withSession(
+      source,
+      async (session) => {
+        const results = await session.evaluate([req('42'), req('41'), req('42', '42', { prompt: 'Q?' })]);
+        expect(results.map((r) => [r.status, r.reward, r.rewardType])).toEqual([
+          ['ok', 1.0, 'bool'],
+          ['ok', 0.0, 'bool'],
+          ['ok', 1.0, 'bool'],
+        ]);
+      },
+      { completionFormat: 'string' },
+    );
+  });
+
+  it('gives **kwargs verifiers the whole keyword pool', async () => {
+    const source = `
+def reward(**kwargs):
+    if kwargs["completion"][-1]["content"] == "names":
+        raise ValueError(",".join(sorted(kwargs)))
+    assert kwargs["prompt"] == [{"role": "user", "content": "What is 6*7?"}], kwargs["prompt"]
+    assert kwargs["state"] == {"answer": "42"}, kwargs["state"]
+    assert kwargs["task"] == "default"
+    assert kwargs["info"] == {"level": 3}, kwargs["info"]
+    assert kwargs["parser"].parse_answer(kwargs["completion"]) == "The answer is 42"
+    assert kwargs["parser"].parse("x") == "x"
+    return 1.0
+`;
+    await withSession(source, async (session) => {
+      expect(session.info).toMatchObject({ params: [], varKwargs: true });
+      const [names, values] = await session.evaluate([
+        req('names'),
+        req('The answer is 42', '42', { prompt: 'What is 6*7?', info: { level: 3 } }),
+      ]);
+      expect(names?.error).toEqual({ type: 'ValueError', message: 'answer,completion,info,parser,prompt,state,task' });
+      expect(values).toMatchObject({ status: 'ok', reward: 1.0, error: null });
+    });
+  });
+
+  it('imports a module target from the python path', async () => {
+    const root = path.join(dir, 'pathroot');
+    await mkdir(path.join(root, 'graders'), { recursive: true });
+    await writeFile(path.join(root, 'graders', '__init__.py'), '');
+    await writeFile(path.join(root, 'graders', 'helpers.py'), 'def clean(s):\n    return s.strip()\n');
+    await writeFile(
+      path.join(root, 'graders', 'math.py'),
+      'from graders.helpers import clean\n\ndef reward(completion, answer, *, info=None):\n    return float(clean(completion[-1]["content"]) == answer)\n',
+    );
+    const session = await openVerifierSession({
+      ...options(''),
+      target: { kind: 'module', module: 'graders.math', fn: 'reward' },
+      pythonpath: [root],
+    });
+    try {
+      expect(session.info.params).toEqual(['completion', 'answer', 'info']);
+      expect(session.info.sourceFile).toBe(path.join(root, 'graders', 'math.py'));
+      const results = await session.evaluate([req(' 42'), req('4 2')]);
+      expect(results.map((r) => r.reward)).toEqual([1, 0]);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('awaits async verifiers', async () => {
+    const source = `
+import asyncio
+
+async def reward(completion, answer):
+    await asyncio.sleep(0)
+    return completion[-1]["content"] == answer
+`;
+    await withSession(source, async (session) => {
+      expect(session.info.isAsync).toBe(true);
+      const results = await session.evaluate([req('42'), req('7'), req('42')]);
+      expect(results.map((r) => r.reward)).toEqual([1, 0, 1]);
+    });
+  });
+
+  it('normalises what the verifier returns', async () => {
+    const source = `
+from fractions import Fraction
+
+class Score:
+    def __float__(self):
+        return 0.25
+
+VALUES = {
+    "true": True, "false": False, "none": None, "str": "1.0", "list": [1.0], "tuple": (1.0, "ok"),
+    "dict": {"reward": 1}, "int": 1, "nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"),
+    "huge": 10 ** 400, "-huge": -(10 ** 400), "fraction": Fraction(1, 2), "score": Score(),
+    "complex": 1j,
+}
+
+def reward(completion, answer):
+    return VALUES[completion[-1]["content"]]
+`;
+    await withSession(source, async (session) => {
+      const keys = ['true', 'false', 'none', 'str', 'list', 'tuple', 'dict', 'int', 'nan', 'inf', '-inf', 'huge', '-huge', 'fraction', 'score', 'complex'];
+      const results = await session.evaluate(keys.map((key) => req(key)));
+      const table = Object.fromEntries(
+        keys.map((key, i) => [key, [results[i]!.status, results[i]!.reward, results[i]!.rewardType, results[i]!.nonFinite]]),
+      );
+      expect(table).toEqual({
+        true: ['ok', 1, 'bool', null],
+        false: ['ok', 0, 'bool', null],
+        none: ['ok', null, 'NoneType', null],
+        str: ['ok', null, 'str', null],
+        list: ['ok', null, 'list', null],
+        tuple: ['ok', null, 'tuple', null],
+        dict: ['ok', null, 'dict', null],
+        int: ['ok', 1, 'int', null],
+        nan: ['ok', null, 'float', 'nan'],
+        inf: ['ok', null, 'float', 'inf'],
+        '-inf': ['ok', null, 'float', '-inf'],
+        huge: ['ok', null, 'int', 'inf'],
+        '-huge': ['ok', null, 'int', '-inf'],
+        fraction: ['ok', 0.5, 'Fraction', null],
+        score: ['ok', 0.25, 'Score', null],
+        complex: ['ok', null, 'complex', null],
+      });
+    });
+  });
+
+  it('reports exceptions with their type and a capped message, and survives lone surrogates', async () => {
+    const source = `
+def reward(completion, answer):
+    text = completion[-1]["content"]
+    if text == "long":
+        raise RuntimeError("x" * 5000)
+    raise ValueError("cannot parse %r at %r" % (text, object()))
+`;
+    await withSession(source, async (session) => {
+      const [plain, long, surrogate] = await session.evaluate([req('abc'), req('long'), req('bad \ud800 text')]);
+      expect(plain).toMatchObject({ status: 'raised', reward: null, rewardType: '' });
+      expect(plain?.error?.type).toBe('ValueError');
+      // Object addresses vary between runs, so they are masked.
+      expect(plain?.error?.message).toBe("cannot parse 'abc' at <object object at 0x?>");
+      expect(long?.error?.message.length).toBeLessThanOrEqual(500);
+      expect(surrogate?.status).toBe('raised');
+      expect(surrogate?.error?.message).toContain('\\ud800');
+    });
+  });
+});
+
+describe('hangs and crashes', () => {
+  it('times out a busy loop in the worker and keeps the same worker', async () => {
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        const [before, loop, after, again] = await session.evaluate([req('pid'), req('loop'), req('pid'), req('42')]);
+        expect(loop).toMatchObject({
+          status: 'timeout',
+          reward: null,
+          error: { type: 'Timeout', message: 'the verifier did not return within 300 ms' },
+        });
+        expect(after?.reward).toBe(before?.reward);
+        expect(again?.reward).toBe(1);
+      },
+      { callTimeoutMs: 300 },
+    );
+  });
+
+  it('times out catastrophic regex backtracking and carries on', async () => {
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        const [regex, after] = await session.evaluate([req('regex'), req('42')]);
+        expect(regex).toMatchObject({ status: 'timeout', reward: null });
+        expect(after).toMatchObject({ status: 'ok', reward: 1 });
+      },
+      { callTimeoutMs: 300 },
+    );
+  });
+
+  it('kills a worker that will not return and restarts it for the rest of the batch', async () => {
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        const started = Date.now();
+        const [before, stubborn, after, gold] = await session.evaluate([
+          req('pid'),
+          req('stubborn'),
+          req('pid'),
+          req('42'),
+        ]);
+        expect(Date.now() - started).toBeLessThan(8000);
+        expect(stubborn).toMatchObject({
+          status: 'timeout',
+          reward: null,
+          error: { type: 'Timeout', message: 'the verifier did not return within 300 ms' },
+        });
+        expect(after?.status).toBe('ok');
+        expect(after?.reward).not.toBe(before?.reward);
+        expect(isAlive(before!.reward!)).toBe(false);
+        expect(gold?.reward).toBe(1);
+      },
+      { callTimeoutMs: 300 },
+    );
+  }, 20_000);
+
+  it('turns exits into results and restarts after real crashes', async () => {
+    await withSession(MISCHIEF, async (session) => {
+      const results = await session.evaluate([
+        req('pid'),
+        req('os_exit'),
+        req('sys_exit'),
+        req('pid'),
+        req('abort'),
+        req('pid'),
+        req('self_kill'),
+        req('42'),
+      ]);
+      const [pid1, osExit, sysExit, pid2, abort, pid3, selfKill, gold] = results;
+      expect(osExit).toMatchObject({
+        status: 'exit',
+        reward: null,
+        error: { type: 'SystemExit', message: 'os._exit(3)' },
+        sideEffects: [{ kind: 'exit_attempt', detail: 'os._exit(3)' }],
+      });
+      expect(sysExit).toMatchObject({ status: 'exit', sideEffects: [{ kind: 'exit_attempt', detail: 'sys.exit(None)' }] });
+      expect(pid2?.reward).toBe(pid1?.reward);
+      expect(abort).toMatchObject({
+        status: 'crashed',
+        reward: null,
+        error: { type: 'ProcessExited', message: 'the verifier process was killed by SIGABRT' },
+      });
+      expect(pid3?.reward).not.toBe(pid2?.reward);
+      expect(selfKill).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGKILL' } });
+      expect(gold).toMatchObject({ status: 'ok', reward: 1 });
+    });
+  }, 20_000);
+});
+
+describe('isolation', () => {
+  it('blocks network, subprocesses, signals and writes outside the workdir', async () => {
+    const outside = path.join(dir, 'outside.txt');
+    await withSession(MISCHIEF, async (session) => {
+      const [network, subprocess, kill, write] = await session.evaluate([
+        req('network'),
+        req('subprocess'),
+        req('kill'),
+        req(`write:${outside}`),
+      ]);
+      expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
+      expect(network?.sideEffects.map((e) => e.kind)).toEqual(['network_blocked']);
+      expect(subprocess?.sideEffects).toEqual([{ kind: 'subprocess_blocked', detail: "subprocess.Popen: ['true']" }]);
+      expect(kill?.sideEffects).toEqual([{ kind: 'kill_blocked', detail: 'os.kill to its parent (signal 15)' }]);
+      expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
+      expect(existsSync(outside)).toBe(false);
+    });
+  });
+
+  it('reports and undoes env changes, new files and chdir', async () => {
+    await withSession(MISCHIEF, async (session) => {
+      const results = await session.evaluate([
+        req('env_set'),
+        req('env_check'),
+        req('make_file'),
+        req('file_check'),
+        req('write:inside.txt'),
+        req('chdir'),
+        req('cwd_check'),
+      ]);
+      expect(results.map((r) => r.reward)).toEqual([1, 1, 1, 1, 1, 1, 1]);
+      expect(results[0]?.sideEffects).toEqual([{ kind: 'env_changed', detail: 'GATEKEPT_TEST_VAR' }]);
+      expect(results[2]?.sideEffects).toEqual([{ kind: 'file_created', detail: 'scratch.txt' }]);
+      expect(results[4]?.sideEffects).toEqual([{ kind: 'file_created', detail: 'inside.txt' }]);
+      expect(results[1]?.sideEffects).toEqual([]);
+    });
+  });
+
+  it('drains megabytes of output without blocking', async () => {
+    await withSession(MISCHIEF, async (session) => {
+      const [loud, quiet] = await session.evaluate([req('print'), req('42')]);
+      expect(loud).toMatchObject({ status: 'ok', reward: 1 });
+      expect(loud?.sideEffects).toEqual([{ kind: 'output', detail: 'stdout: 5000001 bytes' }]);
+      expect(quiet).toMatchObject({ status: 'ok', reward: 1, sideEffects: [] });
+    });
+  });
+
+  it('hands the verifier a scrubbed environment', async () => {
+    process.env.GATEKEPT_FAKE_SECRET = 'hunter2';
+    try {
+      await withSession(MISCHIEF, async (session) => {
+        const results = await session.evaluate([req('secret'), req('home')]);
+        expect(results.map((r) => r.reward)).toEqual([1, 1]);
+      });
+    } finally {
+      delete process.env.GATEKEPT_FAKE_SECRET;
+    }
+  });
+
+  it('gives the same results on every run', async () => {
+    const batch = ['42', 'loop', 'network', 'env_set', 'make_file', 'os_exit', 'abc', 'print'].map((c) => req(c));
+    const first = await withSession(MISCHIEF, (s) => s.evaluate(batch), { callTimeoutMs: 300 });
+    const second = await withSession(MISCHIEF, (s) => s.evaluate(batch), { callTimeoutMs: 300 });
+    expect(withoutMs(second)).toEqual(withoutMs(first));
+  }, 20_000);
+});
+
+describe('load failures', () => {
+  it('reports a missing module as VERIFIER_NOT_FOUND', async () => {
+    const error = await failure(
+      openVerifierSession({ ...options(''), target: { kind: 'module', module: 'no_such_module_xyz', fn: 'reward' } }),
+    );
+    expect(error.code).toBe('VERIFIER_NOT_FOUND');
+    expect(error.details.join('\n')).toContain('no_such_module_xyz');
+  });
+
+  it('reports a missing function as VERIFIER_NOT_FOUND and lists what is there', async () => {
+    const file = await verifierFile('def score(completion, answer):\n    return 1.0\n');
+    const error = await failure(openVerifierSession(options(file)));
+    expect(error.code).toBe('VERIFIER_NOT_FOUND');
+    expect(error.details.join('\n')).toContain('score');
+  });
+
+  it('reports syntax and import errors as VERIFIER_IMPORT_FAILED', async () => {
+    const broken = await failure(openVerifierSession(options(await verifierFile('def reward(:\n    pass\n'))));
+    expect(broken.code).toBe('VERIFIER_IMPORT_FAILED');
+    expect(broken.details.join('\n')).toContain('SyntaxError');
+    const raising = await failure(
+      openVerifierSession(options(await verifierFile('import no_such_dependency_xyz\n\ndef reward(c, a):\n    return 1\n'))),
+    );
+    expect(raising.code).toBe('VERIFIER_IMPORT_FAILED');
+    expect(raising.details.join('\n')).toContain("No module named 'no_such_dependency_xyz'");
+  });
+
+  it('reports signatures it cannot fill as VERIFIER_NOT_CALLABLE', async () => {
+    const notCallable = await failure(openVerifierSession(options(await verifierFile('reward = 3\n'))));
+    expect(notCallable.code).toBe('VERIFIER_NOT_CALLABLE');
+    const group = await failure(
+      openVerifierSession(options(await verifierFile('def reward(completions, answers, /):\n    return [1.0]\n'))),
+    );
+    expect(group.code).toBe('VERIFIER_NOT_CALLABLE');
+    expect(group.details.join('\n')).toContain("'completions', 'answers'");
+  });
+
+  it('gives up on a slow import quickly with VERIFIER_IMPORT_TIMEOUT', async () => {
+    const file = await verifierFile('import time\ntime.sleep(5)\n\ndef reward(completion, answer):\n    return 1.0\n');
+    const started = Date.now();
+    const error = await failure(openVerifierSession(options(file, { importTimeoutMs: 1000 })));
+    expect(error.code).toBe('VERIFIER_IMPORT_TIMEOUT');
+    expect(error.details.join('\n')).toContain('time.sleep(5)');
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('reports a missing interpreter as PYTHON_NOT_FOUND', async () => {
+    const file = await verifierFile(STRICT);
+    const error = await failure(openVerifierSession(options(file, { python: path.join(dir, 'no-such-python') })));
+    expect(error.code).toBe('PYTHON_NOT_FOUND');
+    expect(error.suggestion).toContain('--python');
+  });
+
+  it.skipIf(!process.env.GATEKEPT_OLD_PYTHON)('reports an old interpreter as PYTHON_TOO_OLD', async () => {
+    const file = await verifierFile(STRICT);
+    const error = await failure(openVerifierSession(options(file, { python: process.env.GATEKEPT_OLD_PYTHON! })));
+    expect(error.code).toBe('PYTHON_TOO_OLD');
+  });
+
+  it('rejects invalid options as BAD_ARGUMENT', async () => {
+    const error = await failure(openVerifierSession(options('x.py', { callTimeoutMs: 0 })));
+    expect(error.code).toBe('BAD_ARGUMENT');
+    expect(error.details.join('\n')).toContain('callTimeoutMs');
+  });
+});
+
+describe('lifecycle', () => {
+  it('leaves no worker behind after close, and close is idempotent', async () => {
+    const session = await openVerifierSession(options(await verifierFile(MISCHIEF)));
+    const [pid] = await session.evaluate([req('pid')]);
+    const workerPid = pid!.reward!;
+    expect(isAlive(workerPid)).toBe(true);
+    await session.close();
+    await session.close();
+    expect(isAlive(workerPid)).toBe(false);
+    await expect(session.evaluate([req('42')])).rejects.toBeInstanceOf(GatekeptError);
+  });
+
+  it('streams thousands of requests quickly', async () => {
+    await withSession(STRICT, async (session) => {
+      const batch = Array.from({ length: 20_000 }, (_, i) => req(String(i % 100)));
+      const started = performance.now();
+      const results = await session.evaluate(batch);
+      const seconds = (performance.now() - started) / 1000;
+      expect(results.filter((r) => r.reward === 1)).toHaveLength(200);
+      expect(seconds).toBeLessThan(10);
+      console.log(`throughput: ${Math.round(batch.length / seconds)} evaluations/s`);
+    });
+  }, 30_000);
+});
