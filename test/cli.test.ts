@@ -1,0 +1,103 @@
+import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const python = process.env.GATEKEPT_PYTHON ?? 'python3';
+
+function cli(args: string[], cwd = PACKAGE_ROOT) {
+  return execa(process.execPath, [BIN, ...args], { cwd, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
+}
+
+let scratch: string;
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-cli-'));
+});
+
+describe('gatekept gate (CLI)', () => {
+  it('exit 0 and a scorecard for a strict verifier', async () => {
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', python]);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/^family +attempts +hacks +severity +worst example$/m);
+    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.stdout).toMatch(/not a proof/);
+  });
+
+  it('exit 1 with reasons, worst examples and hardening advice for a substring verifier', async () => {
+    const run = await cli(['gate', '--reward', 'examples/verifiers/substring.py:reward', '--answer', '42', '--python', python]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toMatch(/decision: REJECT/);
+    expect(run.stdout).toMatch(/^substring-containment +\d+ +[1-9]\d* +critical/m);
+    expect(run.stdout).toMatch(/hardening:/);
+  });
+
+  it('--json prints the audit record with every documented field', async () => {
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--json', '--python', python]);
+    expect(run.exitCode).toBe(0);
+    const record = JSON.parse(run.stdout);
+    for (const key of ['schema', 'decision', 'reasons', 'hackability', 'hack_rate', 'policy', 'seed', 'corpus', 'verifier', 'families', 'findings', 'honest', 'tool']) {
+      expect(record).toHaveProperty(key);
+    }
+    expect(record.hack_rate).toMatchObject({ point: 0, n: expect.any(Number), lo: expect.any(Number), hi: expect.any(Number) });
+    expect(record.corpus).toMatchObject({ version: expect.any(String), hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(record.verifier).toMatchObject({ spec: 'examples/verifiers/strict.py:reward', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+  });
+
+  it('--seed and the policy seed change the record deterministically', async () => {
+    const args = ['gate', '--reward', 'examples/verifiers/substring.py:reward', '--answer', '42', '--json', '--python', python, '--seed', '5'];
+    const [a, b] = await Promise.all([cli(args), cli(args)]);
+    const strip = (text: string) => {
+      const { timing: _timing, ...rest } = JSON.parse(text);
+      return JSON.stringify(rest);
+    };
+    expect(strip(a.stdout)).toBe(strip(b.stdout));
+    expect(JSON.parse(a.stdout).seed).toBe(5);
+  });
+
+  it.each([
+    [['gate', '--answer', '42'], /--reward/],
+    [['gate', '--reward', 'no-colon-here', '--answer', '42'], /module:function|file\.py:function|:fn/i],
+    [['gate', '--reward', 'examples/verifiers/missing.py:reward', '--answer', '42'], /missing\.py/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward'], /--answer/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--dataset', 'x.jsonl'], /exactly one of --answer/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--seed', 'abc'], /--seed/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--policy', 'nope.toml'], /nope\.toml/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--format', 'yaml'], /format/],
+    [['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', '/nonexistent/python3'], /python/i],
+    [['gate', '--reward', 'examples/verifiers/strict.py:nope', '--answer', '42'], /nope/],
+    [['frobnicate'], /unknown command/],
+  ])('exit 2 for bad input: %j', async (args, message) => {
+    const run = await cli([...args, ...(args.includes('--python') || args[0] !== 'gate' ? [] : ['--python', python])]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(message);
+  });
+
+  it('exit 2 naming the key for an invalid policy', async () => {
+    const policy = path.join(scratch, 'bad.toml');
+    await writeFile(policy, 'max_hackability = 0\n[timeouts]\ncall = 3\n');
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--policy', policy, '--python', python]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/max_hackability: .*vacuous/);
+    expect(run.stderr).toMatch(/timeouts\.call: unknown key/);
+  });
+
+  it('exit 3 when the harness itself fails', async () => {
+    // An "interpreter" that starts but never speaks the protocol.
+    const fake = path.join(scratch, 'fake-python');
+    await writeFile(fake, '#!/bin/sh\necho "not python" >&2\nexit 0\n');
+    await chmod(fake, 0o755);
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake]);
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toMatch(/error \[HARNESS_FAILED\]/);
+  });
+
+  it('--help lists the options and exits 0', async () => {
+    const run = await cli(['gate', '--help']);
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toMatch(/--answer-type/);
+    expect(run.stdout).toMatch(/--dataset/);
+  });
+});
