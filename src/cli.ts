@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from './errors.js';
 import { formatScorecard } from './format-report.js';
 import { gate } from './gate.js';
-import { gatekeep } from './pack.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
 import { createProgress } from './progress.js';
 import { TOOL } from './tool-info.js';
@@ -171,6 +170,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       const policy = await resolvePolicy(options.policy);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
+        // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
+        const { gatekeep } = await import('./pack.js');
         const result = await gatekeep({
           seed: options.seed,
           outDir: options.out,

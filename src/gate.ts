@@ -26,7 +26,7 @@ import { formatSummary } from './format-report.js';
 import { hackability, hackRateInterval, riskLabel, scoreFamily } from './score.js';
 import { TOOL } from './tool-info.js';
 import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from './types.js';
-import { WorkerPool } from './worker-pool.js';
+import { SKIPPED_RESULT, WorkerPool } from './worker-pool.js';
 
 /**
  * The gate, top to bottom: resolve the inputs, calibrate the verifier on the
@@ -204,12 +204,11 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     });
     const run = <T>(work: Promise<T>): Promise<T> => Promise.race([work, overall]);
     let evaluations = 0;
-    const evaluate = async (requests: EvalRequest[], progress = false, batchSize?: number): Promise<EvalResult[]> => {
+    const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
       options.onRequests?.(requests);
       const results = await run(
         pool.evaluate(requests, {
           stopOnTimeout: true,
-          ...(batchSize ? { batchSize } : {}),
           ...(progress && options.onProgress ? { onProgress: options.onProgress } : {}),
         }),
       );
@@ -225,14 +224,16 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         probeSets.push({ plan, alternate: true, probes: calibrationProbes(plan.alternateContext.gold, plan.alternateContext.wrong[0]) });
       }
     }
-    // Small batches: a verifier that hangs on the gold is found after one call timeout, not dozens.
-    const probeResults = await evaluate(
-      probeSets.flatMap(({ plan, alternate, probes }) =>
-        requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
-      ),
-      false,
-      1,
+    // The first probe goes alone: a verifier that hangs on every input is then
+    // found after one call timeout, not after a whole batch of them.
+    const probeRequests = probeSets.flatMap(({ plan, alternate, probes }) =>
+      requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
     );
+    const firstProbe = await evaluate(probeRequests.slice(0, 1));
+    const probeResults =
+      firstProbe[0]!.status === 'timeout'
+        ? [...firstProbe, ...probeRequests.slice(1).map(() => SKIPPED_RESULT)]
+        : [...firstProbe, ...(await evaluate(probeRequests.slice(1)))];
     const levelsByKey = new Map<string, Levels>();
     let offset = 0;
     for (const { plan, alternate, probes } of probeSets) {
@@ -268,6 +269,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       true,
     );
     const variantResults = await evaluate(variants.map((variant) => ({ completion: variant.completion, answer: variant.row.answer, prompt: variant.row.prompt, info: variant.row.info })));
+    // Shutting the workers down overlaps with judging and scoring.
+    const closing = pool.close();
 
     // 4. Judge and score.
     const verdicts = judge({ candidates, results: attackResults, levels: levelsOf });
@@ -342,6 +345,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         rewarded: result.status === 'ok' && result.reward !== null && result.reward > threshold,
       };
     });
+    await closing;
     const totalMs = performance.now() - started;
     const record: AuditRecord = {
       schema: AUDIT_SCHEMA,

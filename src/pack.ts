@@ -5,7 +5,6 @@ import { renderInFormat, wrongValues, makeRng } from './answer-values.js';
 import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from './audit-record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
-import { writeArchive } from './write-archive.js';
 import { renderOpenEnvPackage } from './emit-openenv-package.js';
 import { renderVerifiersPackage } from './emit-verifiers-package.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
@@ -216,6 +215,8 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
+      // The zip writer is loaded only when asked for: it is the heaviest import in the tool.
+      const { writeArchive } = await import('./write-archive.js');
       await writeArchive(staging, path.join(staging, archiveName));
     }
     await commitStaging(staging, outDir, force);

@@ -30,7 +30,7 @@ export interface EvaluateOptions {
   batchSize?: number;
 }
 
-const SKIPPED: EvalResult = {
+export const SKIPPED_RESULT: EvalResult = {
   status: 'skipped',
   reward: null,
   rewardType: '',
@@ -102,7 +102,7 @@ export class WorkerPool {
       }
     };
     await Promise.all(this.sessions.map(work));
-    for (let index = 0; index < results.length; index++) results[index] ??= SKIPPED;
+    for (let index = 0; index < results.length; index++) results[index] ??= SKIPPED_RESULT;
     return results;
   }
 
