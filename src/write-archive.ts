@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ZipArchive } from 'archiver';
 
@@ -30,7 +30,8 @@ export async function writeArchive(dir: string, file: string): Promise<void> {
     zip.on('error', reject);
   });
   zip.pipe(output);
-  for (const relative of files) zip.file(path.join(dir, relative), { name: relative, date: FIXED_DATE, mode: 0o644 });
+  // Appending contents, not paths, keeps file-system metadata (times, owners) out of the archive.
+  for (const relative of files) zip.append(await readFile(path.join(dir, relative)), { name: relative, date: FIXED_DATE, mode: 0o644 });
   await zip.finalize();
   await finished;
 }
