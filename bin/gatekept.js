@@ -3,10 +3,17 @@
 import { run } from '../dist/cli.js';
 
 const interrupted = (signal, code) => () => {
-  process.stderr.write(`\ngatekept: interrupted by ${signal}\n`);
+  try {
+    process.stderr.write(`\ngatekept: interrupted by ${signal}\n`);
+  } catch {
+    // a hung-up terminal must not stop the cleanup below
+  }
   process.exit(code);
 };
+// Exiting (rather than dying of the signal) runs the exit hooks that stop the
+// Python workers and remove staging directories.
 process.once('SIGINT', interrupted('SIGINT', 130));
 process.once('SIGTERM', interrupted('SIGTERM', 143));
+process.once('SIGHUP', interrupted('SIGHUP', 129));
 
 process.exitCode = await run(process.argv.slice(2));

@@ -52,6 +52,11 @@ import traceback
 
 import _signal as _signal_module
 
+try:
+    import _posixsubprocess
+except ImportError:  # not POSIX; the worker does not run there anyway
+    _posixsubprocess = None
+
 # Bound once so a verifier that monkeypatches os or json cannot break the
 # harness's own bookkeeping.
 _perf_counter = time.perf_counter
@@ -74,6 +79,13 @@ _setitimer = signal.setitimer
 _getsignal = _signal_module.getsignal
 _signal = signal.signal
 _real_exit = os._exit
+_getpid = os.getpid
+_getppid = os.getppid
+_getpgrp = os.getpgrp
+_killpg = os.killpg
+_kill = os.kill
+_waitpid = os.waitpid
+_open = open
 _encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 _decode_text = json.JSONDecoder().decode
 
@@ -147,6 +159,11 @@ for _name in _KILL_EVENTS:
     _EVENT_KIND[_name] = "kill_blocked"
 for _name in _PATH_EVENTS:
     _EVENT_KIND[_name] = "path"
+
+# Another process's environment holds the caller's credentials (the worker's
+# own was whitelisted), and its memory holds the same strings.
+_FOREIGN_PROC_RE = re.compile(r"^/proc/(\d+)(?:/task/\d+)?/(environ|mem)$")
+_PROC_WHAT = {"environ": "environment", "mem": "memory"}
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_TRUNC
 _WRITABLE_DEVICES = frozenset(["/dev/null", "/dev/stdout", "/dev/stderr"])
@@ -245,7 +262,7 @@ def _send(data):
         _write_all(REPLY_FD, data)
     except OSError:
         # Nobody is listening any more; there is nothing useful left to do.
-        _real_exit(0)
+        _abandon()
 
 
 def _error_info(kind, exc, message=None):
@@ -421,6 +438,22 @@ def _describe_path(path, dir_fd=None):
     return full if full is not None else _safe_repr(path)
 
 
+def _foreign_proc_read(path):
+    """What a read of `path` would expose of another process, or None."""
+    full = _resolve(path)
+    if full is None or not full.startswith("/proc/"):
+        return None
+    match = _FOREIGN_PROC_RE.match(full)
+    if match is None:
+        return None
+    pid = int(match.group(1))
+    if pid == _getpid():
+        return None
+    # No pid in the detail: records must not vary from run to run.
+    whose = "its parent's" if pid == _getppid() else "another process's"
+    return "read of %s %s (/proc/<pid>/%s)" % (whose, _PROC_WHAT[match.group(2)], match.group(2))
+
+
 def _block(kind, detail):
     _record(kind, detail)
     raise PermissionError(errno.EACCES, "blocked by gatekept: " + detail)
@@ -486,6 +519,10 @@ def _audit(event, args):
         else:
             writing = isinstance(mode, str) and any(c in mode for c in "wax+")
         if not writing:
+            if not isinstance(path, int):
+                exposed = _foreign_proc_read(path)
+                if exposed is not None:
+                    _block("file_read_blocked", exposed)
             return
         if isinstance(path, int):
             if path in (REQUEST_FD, REPLY_FD):
@@ -514,6 +551,35 @@ def _audit(event, args):
     if kind == "kill_blocked":
         sig = args[1] if len(args) > 1 else "?"
         _block(kind, "%s to %s (signal %s)" % (event, _kill_target(event, args), sig))
+
+
+def _guard_fork_exec():
+    """multiprocessing's spawn and forkserver methods start interpreters through
+    _posixsubprocess.fork_exec, which raises no audit event of its own."""
+    if _posixsubprocess is None:
+        return
+    original = _posixsubprocess.fork_exec
+
+    def fork_exec(*args, **kwargs):
+        if S.active:
+            argv = args[0] if args else kwargs.get("args")
+            _block("subprocess_blocked", "_posixsubprocess.fork_exec: " + _safe_repr(argv))
+        return original(*args, **kwargs)
+
+    _posixsubprocess.fork_exec = fork_exec
+
+
+def _die_with_parent():
+    """Ask Linux to SIGKILL this worker when gatekept dies, however it dies:
+    a call stuck in C code never reads the end of its request pipe."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
 
 
 def _guarded_exit(code=0):
@@ -610,8 +676,50 @@ def _diff_workdir():
     S.file_baseline = frozenset(current & S.file_baseline)
 
 
+def _child_pids():
+    pids = set()
+    try:
+        tasks = _listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with _open("/proc/self/task/%s/children" % task, "rb") as handle:
+                pids.update(int(pid) for pid in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _reap_children():
+    """The worker itself never starts a process, so any child it has was
+    started by the verifier out of the audit hook's sight (from C, through
+    ctypes...). None may outlive the call that started it."""
+    try:
+        pid, _status = _waitpid(-1, os.WNOHANG)
+    except OSError:
+        # ChildProcessError: no children at all, the usual case, one syscall.
+        return
+    if pid == 0:
+        for child in _child_pids():
+            try:
+                _kill(child, signal.SIGKILL)
+                _waitpid(child, 0)
+            except OSError:
+                pass
+    while True:
+        try:
+            pid, _status = _waitpid(-1, os.WNOHANG)
+        except OSError:
+            break
+        if pid == 0:
+            break
+    _record("subprocess_started", "a child process was started out of the audit hook's sight; it was killed")
+
+
 def _housekeeping():
     """Undo what the call changed around it and record what it was."""
+    _reap_children()
     for writer in (_STDOUT, _STDERR):
         writer.flush()
         if writer.count > OUTPUT_REPORT_BYTES:
@@ -866,6 +974,7 @@ def _init(request):
 
     os._exit = _guarded_exit
     posix._exit = _guarded_exit
+    _guard_fork_exec()
     sys.addaudithook(_audit)
 
     label = "%s:%s" % (target.get("module") or target.get("path") or "?", fn_name)
@@ -1147,7 +1256,21 @@ def _shutdown():
     _real_exit(0)
 
 
+def _abandon():
+    """gatekept is gone (its pipes closed), so nobody will reap what the
+    verifier may have left running in this worker's process group."""
+    _STDOUT.flush()
+    _STDERR.flush()
+    try:
+        if _getpgrp() == _getpid():
+            _killpg(_getpid(), signal.SIGKILL)
+    except OSError:
+        pass
+    _real_exit(0)
+
+
 def main():
+    _die_with_parent()
     pending = []
     initialised = False
     while True:
@@ -1156,7 +1279,7 @@ def main():
         except OSError:
             chunk = b""
         if not chunk:
-            _shutdown()
+            _abandon()
         cut = chunk.rfind(b"\n")
         if cut < 0:
             pending.append(chunk)

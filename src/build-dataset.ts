@@ -40,7 +40,10 @@ function generateArithmetic(generator: Generator): TaskRow[] {
   });
 }
 
-async function readRowsFile(file: string, relative: string): Promise<unknown[]> {
+const ROW_SHAPE = 'each row is {"question": "...", "answer": "..."} with an optional "info" object';
+
+/** The rows of a JSONL file, each with its 1-based line number for messages. */
+async function readRowsFile(file: string, relative: string): Promise<{ line: number; value: unknown }[]> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -49,11 +52,11 @@ async function readRowsFile(file: string, relative: string): Promise<unknown[]> 
       suggestion: 'dataset.file is resolved relative to the seed file; check the path',
     });
   }
-  const rows: unknown[] = [];
+  const rows: { line: number; value: unknown }[] = [];
   text.split(/\r?\n/).forEach((line, index) => {
     if (line.trim() === '') return;
     try {
-      rows.push(JSON.parse(line));
+      rows.push({ line: index + 1, value: JSON.parse(line) });
     } catch (error) {
       throw new GatekeptError('BAD_DATASET', `dataset.file ${relative}: line ${index + 1} is not valid JSON (${(error as Error).message})`, {
         suggestion: 'write one {"question": ..., "answer": ...} object per line',
@@ -63,26 +66,23 @@ async function readRowsFile(file: string, relative: string): Promise<unknown[]> 
   return rows;
 }
 
-function validateRow(value: unknown, index: number, where: string): TaskRow {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is not an object`);
-  }
+/** `label` says where the row is: "row 3" for inline rows, "line 7" for a file. */
+function validateRow(value: unknown, label: string, where: string): TaskRow {
+  const bad = (problem: string): GatekeptError =>
+    new GatekeptError('BAD_DATASET', `${where}: ${label}${problem}`, { suggestion: ROW_SHAPE });
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad(' is not an object');
   const row = value as Record<string, unknown>;
-  if (typeof row.question !== 'string' || row.question.trim() === '') {
-    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "question" must be a non-empty string`);
-  }
+  if (typeof row.question !== 'string' || row.question.trim() === '') throw bad(': "question" must be a non-empty string');
   if (!['string', 'number', 'boolean'].includes(typeof row.answer) || String(row.answer).trim() === '') {
-    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "answer" must be a non-empty string or number`);
+    throw bad(': "answer" must be a non-empty string, a number or true/false');
   }
   const info = row.info;
-  if (info !== undefined && (typeof info !== 'object' || info === null || Array.isArray(info))) {
-    throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: "info" must be an object`);
-  }
+  if (info !== undefined && (typeof info !== 'object' || info === null || Array.isArray(info))) throw bad(': "info" must be an object');
   return { question: row.question, answer: String(row.answer), ...(info ? { info: info as Record<string, unknown> } : {}) };
 }
 
 /** Each answer must fit the task: a number, one of the labels, true/false. */
-function checkAnswers(rows: readonly TaskRow[], seed: Seed, where: string): void {
+function checkAnswers(rows: readonly TaskRow[], seed: Seed, where: string, labels: readonly string[]): void {
   const choices = choicesOf(seed);
   rows.forEach((row, index) => {
     const answer = row.answer.trim();
@@ -94,26 +94,34 @@ function checkAnswers(rows: readonly TaskRow[], seed: Seed, where: string): void
           : seed.task === 'boolean' && !['true', 'false'].includes(answer.toLowerCase())
             ? 'must be true or false for task "boolean"'
             : undefined;
-    if (problem) throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1}: answer ${JSON.stringify(row.answer)} ${problem}`);
+    if (problem) {
+      throw new GatekeptError('BAD_DATASET', `${where}: ${labels[index]}: answer ${JSON.stringify(row.answer)} ${problem}`, {
+        suggestion: seed.task === 'choice' ? 'fix the answer, or list every label in "choices"' : `fix the answer, or choose the task kind that fits the data (not "${seed.task}")`,
+      });
+    }
   });
 }
 
 export async function buildDataset(loaded: LoadedSeed): Promise<TaskRow[]> {
   const { seed } = loaded;
   let rows: TaskRow[];
+  let labels: string[];
   let where: string;
   if ('generator' in seed.dataset) {
     rows = generateArithmetic(seed.dataset.generator);
+    labels = rows.map((_, index) => `row ${index + 1}`);
     where = 'dataset.generator';
   } else if ('rows' in seed.dataset) {
     where = 'dataset.rows';
-    rows = seed.dataset.rows.map((row, index) => validateRow(row, index, where));
+    labels = seed.dataset.rows.map((_, index) => `row ${index + 1}`);
+    rows = seed.dataset.rows.map((row, index) => validateRow(row, labels[index]!, where));
   } else {
     where = `dataset.file ${seed.dataset.file}`;
     const raw = await readRowsFile(path.resolve(loaded.baseDir, seed.dataset.file), seed.dataset.file);
-    if (raw.length === 0) throw new GatekeptError('BAD_DATASET', `${where} has no rows`);
-    rows = raw.map((row, index) => validateRow(row, index, where));
+    if (raw.length === 0) throw new GatekeptError('BAD_DATASET', `${where} has no rows`, { suggestion: `add one row per line; ${ROW_SHAPE}` });
+    labels = raw.map((row) => `line ${row.line}`);
+    rows = raw.map((row, index) => validateRow(row.value, labels[index]!, where));
   }
-  checkAnswers(rows, seed, where);
+  checkAnswers(rows, seed, where, labels);
   return rows;
 }

@@ -6,6 +6,7 @@ import { formatScorecard } from './format-report.js';
 import { gate } from './gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
 import { createProgress } from './progress.js';
+import { smokeCommand } from './smoke-command.js';
 import { TOOL } from './tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from './types.js';
 
@@ -210,6 +211,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
     .showSuggestionAfterError();
   program.addCommand(gateCommand(io, setExit));
   program.addCommand(packCommand(io, setExit));
+  program.addCommand(smokeCommand(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }

@@ -25,7 +25,7 @@ import { parseVerifierSpec, type EvalRequest, type EvalResult } from './python-s
 import { formatSummary } from './format-report.js';
 import { hackability, hackRateInterval, riskLabel, scoreFamily } from './score.js';
 import { TOOL } from './tool-info.js';
-import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from './types.js';
+import { ANSWER_TYPES, SEVERITIES, type AnswerFormat, type AnswerType, type CompletionFormat, type Severity } from './types.js';
 import { SKIPPED_RESULT, WorkerPool } from './worker-pool.js';
 
 /**
@@ -67,6 +67,68 @@ export interface GateResult {
   record: AuditRecord;
   /** Honest wording of what the decision means, with the reasons. */
   summary(): string;
+  /**
+   * Completions with the reward the verifier gave them, in full, so a packaged
+   * environment can later be checked to score them the same. Never part of
+   * the record: it would carry whole attack payloads.
+   */
+  probes: GateProbe[];
+}
+
+/** One scored completion against a row's own gold (never an alternate gold). */
+export type GateProbe =
+  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: AnswerFormat; think: boolean }
+  | { kind: 'attack'; row: number; answer: string; completion: string; reward: number; attackId: string; severity: Severity };
+
+/** Attack probes kept: enough for any caller, small enough to carry around. */
+const ATTACK_PROBES = 32;
+/** Longer payloads (padding, dumps) are left out of the probes. */
+const PROBE_MAX_CHARS = 4096;
+
+/**
+ * The most severe attacks the verifier scored with a number, critical first
+ * and then in corpus order: one per family before any family repeats, each
+ * on a different audited row where the family has one, so a replay covers
+ * many kinds of payload and rows. Deterministic.
+ */
+function attackProbes(candidates: readonly Candidate[], results: readonly EvalResult[]): GateProbe[] {
+  const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
+  const order = candidates
+    .map((candidate, index) => ({ candidate, reward: results[index]!.reward, status: results[index]!.status, index }))
+    .filter(
+      ({ candidate, reward, status }) =>
+        !candidate.alternate && status === 'ok' && reward !== null && Number.isFinite(reward) && candidate.completion.length <= PROBE_MAX_CHARS,
+    )
+    .sort((a, b) => rank(b.candidate.severity) - rank(a.candidate.severity) || a.index - b.index);
+  const rows = [...new Set(order.map(({ candidate }) => candidate.row))].sort((a, b) => a - b);
+  const families = [...new Set(order.map(({ candidate }) => candidate.family))];
+  const picked: typeof order = [];
+  const seen = new Set<string>();
+  families.forEach((family, index) => {
+    const members = order.filter(({ candidate }) => candidate.family === family);
+    const pick = members.find(({ candidate }) => candidate.row === rows[index % rows.length]) ?? members[0]!;
+    picked.push(pick);
+    seen.add(pick.candidate.attackId);
+  });
+  for (const entry of order) {
+    if (picked.length >= ATTACK_PROBES * 2) break;
+    if (seen.has(entry.candidate.attackId)) continue;
+    seen.add(entry.candidate.attackId);
+    picked.push(entry);
+  }
+  return picked
+    .map((entry, pickOrder) => ({ entry, pickOrder }))
+    .sort((a, b) => rank(b.entry.candidate.severity) - rank(a.entry.candidate.severity) || a.pickOrder - b.pickOrder)
+    .slice(0, ATTACK_PROBES)
+    .map(({ entry: { candidate, reward } }) => ({
+      kind: 'attack' as const,
+      row: candidate.row,
+      answer: candidate.answer,
+      completion: candidate.completion,
+      reward: reward!,
+      attackId: candidate.attackId,
+      severity: candidate.severity,
+    }));
 }
 
 interface GoldPlan {
@@ -235,10 +297,26 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         ? [...firstProbe, ...probeRequests.slice(1).map(() => SKIPPED_RESULT)]
         : [...firstProbe, ...(await evaluate(probeRequests.slice(1)))];
     const levelsByKey = new Map<string, Levels>();
+    const honestProbes: GateProbe[] = [];
     let offset = 0;
     for (const { plan, alternate, probes } of probeSets) {
-      levelsByKey.set(`${plan.row.index}|${alternate}`, computeLevels(probes, probeResults.slice(offset, offset + probes.length)));
+      const results = probeResults.slice(offset, offset + probes.length);
+      levelsByKey.set(`${plan.row.index}|${alternate}`, computeLevels(probes, results));
       offset += probes.length;
+      if (alternate) continue;
+      probes.forEach((probe, index) => {
+        const result = results[index]!;
+        if (probe.kind !== 'honest' || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
+        honestProbes.push({
+          kind: 'honest',
+          row: plan.row.index,
+          answer: plan.row.answer,
+          completion: probe.completion,
+          reward: result.reward,
+          format: probe.format,
+          think: probe.think,
+        });
+      });
     }
     const levelsOf = (row: number, alternate: boolean): Levels | undefined => levelsByKey.get(`${row}|${alternate}`);
 
@@ -402,6 +480,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       exitCode: record.decision === 'PASS' ? EXIT.pass : EXIT.reject,
       record,
       summary: () => formatSummary(record),
+      probes: [...honestProbes, ...attackProbes(candidates, attackResults)],
     };
   } finally {
     clearTimeout(deadline);

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { makeRng } from './answer-values.js';
 import { GatekeptError } from './errors.js';
+import { describeIssues } from './policy.js';
 
 /** Dataset rows for auditing a verifier across many golds. */
 
@@ -15,7 +16,10 @@ export interface DatasetRow {
 
 const rowSchema = z
   .object({
-    answer: z.union([z.string(), z.number(), z.boolean()]),
+    answer: z.union(
+      [z.string().refine((text) => text.trim() !== '', 'must not be empty'), z.number(), z.boolean()],
+      { error: 'must be a non-empty string, a number or true/false' },
+    ),
     question: z.string().optional(),
     prompt: z.string().optional(),
     info: z.record(z.string(), z.unknown()).optional(),
@@ -26,7 +30,7 @@ export function parseRow(value: unknown, index: number, where: string): DatasetR
   const parsed = rowSchema.safeParse(value);
   if (!parsed.success) {
     throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is invalid`, {
-      details: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(row)'}: ${issue.message}`),
+      details: describeIssues(parsed.error),
       suggestion: 'each row needs an "answer" (string or number); "question" or "prompt" and "info" are optional',
     });
   }

@@ -18,7 +18,9 @@ export type TaskKind = (typeof TASK_KINDS)[number];
 const rowSchema = z
   .object({
     question: z.string().min(1, 'a row needs a non-empty question'),
-    answer: z.union([z.string().min(1), z.number(), z.boolean()]).transform(String),
+    answer: z
+      .union([z.string().min(1), z.number(), z.boolean()], { error: 'must be a non-empty string, a number or true/false' })
+      .transform(String),
     info: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
@@ -35,22 +37,28 @@ const generatorSchema = z
   })
   .strict();
 
-const datasetSchema = z.union([
-  z.object({ rows: z.array(rowSchema).min(1, 'give at least one row') }).strict(),
-  z.object({ file: z.string().min(1) }).strict(),
-  z.object({ generator: generatorSchema }).strict(),
-]);
+const datasetSchema = z.union(
+  [
+    z.object({ rows: z.array(rowSchema).min(1, 'give at least one row') }).strict(),
+    z.object({ file: z.string().min(1) }).strict(),
+    z.object({ generator: generatorSchema }).strict(),
+  ],
+  { error: 'give exactly one of {"rows": [...]}, {"file": "rows.jsonl"} or, for arith, {"generator": {...}}' },
+);
 
-const verifierSchema = z.union([
-  z.literal('builtin'),
-  z
-    .object({
-      file: z.string().regex(/\.py$/, 'the verifier file must be a .py file'),
-      function: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a Python function name'),
-      completion_format: z.enum(COMPLETION_FORMATS).default('messages'),
-    })
-    .strict(),
-]);
+const verifierSchema = z.union(
+  [
+    z.literal('builtin'),
+    z
+      .object({
+        file: z.string().regex(/\.py$/, 'the verifier file must be a .py file'),
+        function: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a Python function name'),
+        completion_format: z.enum(COMPLETION_FORMATS).default('messages'),
+      })
+      .strict(),
+  ],
+  { error: 'give "builtin" or {"file": "my_verifier.py", "function": "reward"}' },
+);
 
 export const seedSchema = z
   .object({

@@ -10,13 +10,14 @@ import { renderVerifiersPackage } from './emit-verifiers-package.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { formatSummary } from './format-report.js';
-import { gate } from './gate.js';
+import { gate, type GateProbe } from './gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './load-seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from './policy.js';
 import type { EvalRequest } from './python-session.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
 import { checkDestination, commitStaging, createStaging, discardStaging } from './stage-output.js';
 import { TOOL } from './tool-info.js';
+import type { AnswerFormat, Severity } from './types.js';
 import { WorkerPool } from './worker-pool.js';
 
 /**
@@ -43,8 +44,54 @@ export interface GatekeepOptions {
 
 export interface PackAuditRecord extends Omit<AuditRecord, 'timing'> {
   seed_file: { name: string; sha256: string };
-  package: { env_id: string; verifier_file: string; verifier_sha256: string; verifier_origin: 'builtin' | 'custom' };
+  package: {
+    env_id: string;
+    verifier_file: string;
+    verifier_sha256: string;
+    verifier_origin: 'builtin' | 'custom';
+    /** How the packaged environment asks for the answer to be written. */
+    answer_format: AnswerFormat;
+  };
   dataset_health: DatasetHealth;
+  /** Completions and the rewards the gate saw, for `gatekept smoke` to replay against the packages. */
+  smoke_probes: SmokeProbeRecord[];
+}
+
+export interface SmokeProbeRecord {
+  kind: 'honest' | 'attack';
+  /** Index into the package's data.jsonl. */
+  row: number;
+  completion: string;
+  expected_reward: number;
+  attack_id?: string;
+  severity?: Severity;
+}
+
+const SMOKE_PROBES = 12;
+const SMOKE_HONEST_ROWS = 3;
+
+/**
+ * The gold of the first audited rows written the way the package asks for it,
+ * then the most severe attacks: a replay of these shows whether the shipped
+ * environment scores what the gate saw.
+ */
+function smokeProbes(probes: readonly GateProbe[], answerFormat: AnswerFormat): SmokeProbeRecord[] {
+  const honest: SmokeProbeRecord[] = probes
+    .filter((probe) => probe.kind === 'honest' && probe.format === answerFormat && !probe.think)
+    .slice(0, SMOKE_HONEST_ROWS)
+    .map((probe) => ({ kind: 'honest', row: probe.row, completion: probe.completion, expected_reward: probe.reward }));
+  const attacks: SmokeProbeRecord[] = probes
+    .flatMap((probe) => (probe.kind === 'attack' ? [probe] : []))
+    .slice(0, SMOKE_PROBES - honest.length)
+    .map((probe) => ({
+      kind: 'attack',
+      row: probe.row,
+      completion: probe.completion,
+      expected_reward: probe.reward,
+      attack_id: probe.attackId,
+      severity: probe.severity,
+    }));
+  return [...honest, ...attacks];
 }
 
 export interface GatekeepResult {
@@ -173,8 +220,15 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       statement: decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
       verifier: { ...result.record.verifier, spec: `${VERIFIER_FILE_NAME}:${verifier.functionName}` },
       seed_file: { name: seed.name, sha256: loaded.sha256 },
-      package: { env_id: seed.name, verifier_file: VERIFIER_FILE_NAME, verifier_sha256: verifierSha256, verifier_origin: verifier.origin },
+      package: {
+        env_id: seed.name,
+        verifier_file: VERIFIER_FILE_NAME,
+        verifier_sha256: verifierSha256,
+        verifier_origin: verifier.origin,
+        answer_format: seed.answer_format,
+      },
       dataset_health: health,
+      smoke_probes: smokeProbes(result.probes, seed.answer_format),
     };
     const gateView = {
       decision,

@@ -25,9 +25,20 @@ const timeoutsSchema = z
   })
   .strict();
 
+/** The interpreter alone reserves tens of MiB of address space before any verifier code runs. */
+const MIN_MEMORY_MB = 64;
+
 const limitsSchema = z
   .object({
-    memory_mb: z.number().int().min(0).max(1_048_576).default(2048),
+    memory_mb: z
+      .number()
+      .int()
+      .min(0)
+      .max(1_048_576)
+      .refine((value) => value === 0 || value >= MIN_MEMORY_MB, {
+        message: `must be 0 (no limit) or at least ${MIN_MEMORY_MB}: below that Python cannot even load the verifier`,
+      })
+      .default(2048),
   })
   .strict();
 
@@ -41,18 +52,32 @@ export const policyFileSchema = z
         message:
           'must be above 0: a bound of 0 is vacuous, since any single rewarded attack would reject (use a small positive value such as 1.0 for the strictest gate)',
       })
+      .refine((value) => value < 100, {
+        message: 'must be below 100: hackability never exceeds 100, so a bound of 100 only rejects verifiers that every attack family breaks',
+      })
       .default(15.0),
     max_hack_rate_ci_hi: z
       .number()
       .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
-      .max(1)
+      .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
       .default(0.25),
     seed: z.number().int().min(0).max(2 ** 32 - 1).default(20251122),
     budget: budgetSchema.default(budgetSchema.parse({})),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     limits: limitsSchema.default(limitsSchema.parse({})),
   })
-  .strict();
+  .strict()
+  .superRefine((policy, context) => {
+    // Otherwise a hanging verifier ends the audit as a harness failure
+    // instead of being rejected for timing out.
+    if (policy.timeouts.call_ms >= policy.timeouts.total_s * 1000) {
+      context.addIssue({
+        code: 'custom',
+        path: ['timeouts', 'call_ms'],
+        message: `${policy.timeouts.call_ms} ms is not below timeouts.total_s = ${policy.timeouts.total_s} s, so the whole audit would end before one call could time out; lower it or raise timeouts.total_s`,
+      });
+    }
+  });
 
 export type PolicyFile = z.input<typeof policyFileSchema>;
 
@@ -87,16 +112,38 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
 /** The built-in defaults, identical to the shipped policy.toml. */
 export const DEFAULT_POLICY: GatePolicy = normalise(policyFileSchema.parse({}));
 
+type Issue = z.core.$ZodIssue;
+
+/**
+ * The one alternative of a union the input was evidently meant for: the only
+ * branch whose complaints all lie below its root (the others object to the
+ * value's shape or keys as a whole).
+ */
+function intendedBranch(branches: readonly (readonly Issue[])[]): readonly Issue[] | null {
+  const fitting = branches.filter((issues) => issues.length > 0 && issues.every((issue) => issue.path.length > 0));
+  return fitting.length === 1 ? fitting[0]! : null;
+}
+
+function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[], prefix: string): string[] {
+  return issues.flatMap((issue) => {
+    const fullPath = [...base, ...issue.path];
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      const branch = intendedBranch(issue.errors);
+      if (branch) return describeIssueList(branch, fullPath, prefix);
+    }
+    if (issue.code === 'unrecognized_keys') {
+      const where = fullPath.length > 0 ? `${fullPath.join('.')}.` : prefix;
+      return [issue.keys.map((key) => `${where}${key}: unknown key`).join('; ')];
+    }
+    const where = [prefix.replace(/\.$/, ''), ...fullPath.map(String)].filter(Boolean).join('.');
+    const missing = issue.code === 'invalid_type' && /received undefined$/.test(issue.message);
+    return [`${where || '(root)'}: ${missing ? `missing (expected ${issue.expected})` : issue.message}`];
+  });
+}
+
 /** Turn zod issues into one line per offending key, e.g. `timeouts.call_ms: ...`. */
 export function describeIssues(error: z.ZodError, prefix = ''): string[] {
-  return error.issues.map((issue) => {
-    if (issue.code === 'unrecognized_keys') {
-      const where = issue.path.length > 0 ? `${issue.path.join('.')}.` : prefix;
-      return issue.keys.map((key) => `${where}${key}: unknown key`).join('; ');
-    }
-    const where = [prefix.replace(/\.$/, ''), ...issue.path.map(String)].filter(Boolean).join('.');
-    return `${where || '(root)'}: ${issue.message}`;
-  });
+  return describeIssueList(error.issues, [], prefix);
 }
 
 /** Validate an already-parsed policy object (from TOML or from library callers). */

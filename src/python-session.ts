@@ -16,6 +16,7 @@ import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { GatekeptError } from './errors.js';
 import { HARNESS_PATH } from './paths.js';
+import { removeStaleDirs } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from './types.js';
 
 export type VerifierTarget =
@@ -29,6 +30,8 @@ export const SIDE_EFFECT_KINDS = [
   'network_blocked',
   'subprocess_blocked',
   'kill_blocked',
+  'file_read_blocked',
+  'subprocess_started',
   'exit_attempt',
   'output',
 ] as const;
@@ -53,8 +56,16 @@ export interface EvalRequest {
   info?: Record<string, unknown>;
 }
 
+export interface EvaluateOptions {
+  /**
+   * Stop at the first call that times out or takes the worker down: the rest
+   * of the batch is skipped instead of costing one timeout or restart each.
+   */
+  stopOnTimeout?: boolean;
+}
+
 export interface EvalResult {
-  /** `skipped`: never sent, because the audit had already stopped (see WorkerPool's stopOnTimeout). */
+  /** `skipped`: never run, because the audit had already stopped (see stopOnTimeout). */
   status: 'ok' | 'raised' | 'timeout' | 'exit' | 'crashed' | 'skipped';
   reward: number | null;
   /** Python type name of the returned value; '' when nothing was returned. */
@@ -76,7 +87,7 @@ export interface VerifierInfo {
 
 export interface VerifierSession {
   readonly info: VerifierInfo;
-  evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]>;
+  evaluate(requests: readonly EvalRequest[], options?: EvaluateOptions): Promise<EvalResult[]>;
   close(): Promise<void>;
 }
 
@@ -557,6 +568,15 @@ function normaliseOptions(options: SessionOptions): NormalisedOptions {
     });
   }
   const value = parsed.data;
+  for (const entry of value.pythonpath) {
+    try {
+      statSync(path.resolve(entry));
+    } catch {
+      throw new GatekeptError('BAD_ARGUMENT', `import directory ${entry} does not exist`, {
+        suggestion: 'check the --pythonpath directories',
+      });
+    }
+  }
   const target: VerifierTarget =
     value.target.kind === 'file' ? { ...value.target, path: path.resolve(value.target.path) } : value.target;
   return {
@@ -621,7 +641,9 @@ function loadFailure(error: LoadError, options: NormalisedOptions): GatekeptErro
         suggestion:
           error.type === 'ModuleNotFoundError'
             ? `install the missing package for the Python interpreter '${options.python}' (or pass another with --python)`
-            : 'fix the error above; the verifier must import cleanly on its own',
+            : error.type === 'MemoryError' && options.memoryMb > 0
+              ? `the worker is limited to limits.memory_mb = ${options.memoryMb} MiB; raise it in the policy (0 removes the limit)`
+              : 'fix the error above; the verifier must import cleanly on its own',
       });
     case 'not_callable':
       return new GatekeptError('VERIFIER_NOT_CALLABLE', `the verifier ${label} cannot be called as a reward function`, {
@@ -640,11 +662,28 @@ function importTimeout(options: NormalisedOptions, details: string[] = []): Gate
   );
 }
 
+/** A version an interpreter (or a wrapper script) announced before dying, if it is too old. */
+function oldVersionBanner(output: string): string | null {
+  for (const match of output.matchAll(/\bPython (\d+)\.(\d+)(?:\.\d+)?/g)) {
+    const major = Number(match[1]);
+    const minor = Number(match[2]);
+    if (major < 3 || (major === 3 && minor < 10)) return match[0];
+  }
+  return null;
+}
+
 function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): GatekeptError {
   const stderr = worker.stderr.text();
   const details = tailLines(stderr, STDERR_TAIL_LINES);
   if (/needs Python 3\.10 or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
     return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python 3.10`, {
+      details,
+      suggestion: 'pass a Python 3.10 or newer with --python',
+    });
+  }
+  const banner = oldVersionBanner(`${stderr}\n${worker.stdout.text()}`);
+  if (banner !== null) {
+    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is ${banner}, which is older than Python 3.10`, {
       details,
       suggestion: 'pass a Python 3.10 or newer with --python',
     });
@@ -663,6 +702,8 @@ function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): 
 
 type SegmentOutcome =
   | { kind: 'done' }
+  /** The worker itself reported a timeout at `index` and was asked to stop there. */
+  | { kind: 'stopped'; index: number }
   | { kind: 'timeout'; index: number; ms: number }
   | { kind: 'crashed'; index: number; ms: number; exit: ExitInfo };
 
@@ -677,6 +718,10 @@ function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
     sideEffects: [],
     ms,
   };
+}
+
+function skippedResult(): EvalResult {
+  return { status: 'skipped', reward: null, rewardType: '', nonFinite: null, error: null, sideEffects: [], ms: 0 };
 }
 
 function crashedResult(exit: ExitInfo, ms: number): EvalResult {
@@ -735,8 +780,8 @@ class PythonSession implements VerifierSession {
     this.info = info;
   }
 
-  evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
-    const run = this.queue.then(() => this.evaluateAll(requests));
+  evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
+    const run = this.queue.then(() => this.evaluateAll(requests, options.stopOnTimeout ?? false));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -759,22 +804,32 @@ class PythonSession implements VerifierSession {
     if (this.closed) throw new GatekeptError('INTERNAL', 'the verifier session is closed');
   }
 
-  private async evaluateAll(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+  private async evaluateAll(requests: readonly EvalRequest[], stopOnTimeout: boolean): Promise<EvalResult[]> {
     this.assertOpen();
     const results = new Array<EvalResult>(requests.length);
     let start = 0;
     while (start < requests.length) {
       const worker = await this.ensureWorker();
-      const outcome = await this.runSegment(worker, requests, start, results);
+      const outcome = await this.runSegment(worker, requests, start, results, stopOnTimeout);
       if (outcome.kind === 'done') break;
       if (this.closed) {
         throw new GatekeptError('HARNESS_FAILED', 'the verifier session was closed during an evaluation');
       }
-      results[outcome.index] =
-        outcome.kind === 'timeout'
-          ? timeoutResult(this.options.callTimeoutMs, outcome.ms)
-          : crashedResult(outcome.exit, outcome.ms);
+      if (outcome.kind !== 'stopped') {
+        results[outcome.index] =
+          outcome.kind === 'timeout'
+            ? timeoutResult(this.options.callTimeoutMs, outcome.ms)
+            : crashedResult(outcome.exit, outcome.ms);
+      }
       start = outcome.index + 1;
+      if (stopOnTimeout) {
+        for (let index = start; index < requests.length; index += 1) results[index] = skippedResult();
+        // The worker still holds the rest of the batch in its pipe and would
+        // run it; a fresh one is started when the next batch arrives.
+        worker.kill();
+        await withTimeout(worker.done, KILL_WAIT_MS);
+        break;
+      }
       await this.restart();
     }
     return results;
@@ -898,6 +953,7 @@ class PythonSession implements VerifierSession {
     requests: readonly EvalRequest[],
     start: number,
     results: EvalResult[],
+    stopOnTimeout: boolean,
   ): Promise<SegmentOutcome> {
     const total = requests.length;
     const firstId = this.nextId;
@@ -952,6 +1008,11 @@ class PythonSession implements VerifierSession {
               ms: reply.ms,
             };
             next += 1;
+            if (stopOnTimeout && reply.status === 'timeout' && next < total) {
+              const index = next - 1;
+              settle(() => resolve({ kind: 'stopped', index }));
+              return;
+            }
           }
           if (next >= total) {
             settle(() => resolve({ kind: 'done' }));
@@ -995,9 +1056,17 @@ class PythonSession implements VerifierSession {
   }
 }
 
+/** `gatekept-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
+const WORKDIR_PATTERN = /^gatekept-(\d+)-[A-Za-z0-9]{6}$/;
+let staleWorkdirsSwept = false;
+
 export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
   const normalised = normaliseOptions(options);
-  const workdir = await mkdtemp(path.join(os.tmpdir(), 'gatekept-'));
+  if (!staleWorkdirsSwept) {
+    staleWorkdirsSwept = true;
+    await removeStaleDirs(os.tmpdir(), WORKDIR_PATTERN);
+  }
+  const workdir = await mkdtemp(path.join(os.tmpdir(), `gatekept-${process.pid}-`));
   liveWorkdirs.add(workdir);
   installExitHook();
   const session = new PythonSession(normalised, workdir);

@@ -23,8 +23,9 @@ export interface PoolOptions extends SessionOptions {
 export interface EvaluateOptions {
   onProgress?: (done: number, total: number) => void;
   /**
-   * Stop handing out batches once a call timed out. A timeout already rejects
-   * the verifier, and each further hang would cost a full call timeout.
+   * Stop once a call timed out or crashed its worker, also within a batch. Either
+   * already rejects the verifier, and each further one would cost a full call
+   * timeout or a worker restart.
    */
   stopOnTimeout?: boolean;
   batchSize?: number;
@@ -92,12 +93,12 @@ export class WorkerPool {
       while (next < requests.length && !stopped) {
         const start = next;
         next = Math.min(requests.length, next + batchSize);
-        const batch = await session.evaluate(requests.slice(start, next));
+        const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false });
         batch.forEach((result, offset) => {
           results[start + offset] = result;
         });
         done += batch.length;
-        if (options.stopOnTimeout && batch.some((result) => result.status === 'timeout')) stopped = true;
+        if (options.stopOnTimeout && batch.some((result) => result.status === 'timeout' || result.status === 'crashed')) stopped = true;
         options.onProgress?.(done, requests.length);
       }
     };

@@ -136,7 +136,8 @@ def _json_answers(text):
 
 def _slots(text, answer_format):
     if answer_format == "bare":
-        return [text]
+        # The last line is the answer; the lines above it are the working.
+        return [line for line in text.split("\n") if line.strip(_WS)]
     if answer_format == "boxed":
         return _boxed(text)
     if answer_format == "xml":
@@ -156,8 +157,6 @@ def _contradicted(text, final, parse):
     A reply that boxes one value and tags another is hedging across formats,
     whichever of the two this verifier happens to read.
     """
-    if ANSWER_FORMAT == "bare":
-        return False
     for other in _CROSS_CHECKED:
         if other == ANSWER_FORMAT:
             continue

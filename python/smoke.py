@@ -1,0 +1,322 @@
+# -*- coding: utf-8 -*-
+"""Runs an emitted package for real on behalf of `gatekept smoke`.
+
+    smoke.py serve DIR APP --memory-mb N --cpu-s N
+        Serve an OpenEnv app on 127.0.0.1 (a port picked by the kernel) from
+        the package directory DIR, under resource limits.
+    smoke.py play URL
+        Play episodes over an OpenEnv WebSocket; probes arrive on stdin.
+    smoke.py verifiers DIR MODULE
+        Load a verifiers package and score probes through its rubric; probes
+        arrive on stdin.
+
+Messages to gatekept are single lines `GATEKEPT_SMOKE <json>` on the original
+stdout; everything the package prints is sent to stderr so it can never be
+mistaken for one. Only the standard library is imported at module level, so
+a missing openenv, uvicorn or verifiers is reported by name instead of as a
+traceback.
+"""
+import json
+import os
+import sys
+
+PREFIX = "GATEKEPT_SMOKE "
+MISSING_EXIT = 4
+TOO_OLD_EXIT = 5
+
+# Which distribution provides each import, for the install hint.
+DISTRIBUTIONS = {
+    "openenv": "openenv-core",
+    "uvicorn": "uvicorn",
+    "websockets": "websockets",
+    "verifiers": "verifiers",
+    "datasets": "datasets",
+}
+
+_protocol = None
+
+
+def _open_protocol():
+    # The package must not write into the protocol: keep a private copy of
+    # stdout for ourselves and point fd 1 (and sys.stdout) at stderr.
+    global _protocol
+    fd = os.dup(1)
+    _protocol = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
+def send(event, **fields):
+    fields["event"] = event
+    _protocol.write(PREFIX + json.dumps(fields, allow_nan=True) + "\n")
+    _protocol.flush()
+
+
+def require(*modules):
+    import importlib.util
+
+    missing = []
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        send(
+            "missing",
+            modules=missing,
+            distributions=[DISTRIBUTIONS.get(name, name) for name in missing],
+            python=sys.executable,
+            version="%d.%d.%d" % tuple(sys.version_info[:3]),
+        )
+        sys.exit(MISSING_EXIT)
+
+
+def require_python(minimum):
+    if sys.version_info[:2] < minimum:
+        send(
+            "too_old",
+            python=sys.executable,
+            version="%d.%d.%d" % tuple(sys.version_info[:3]),
+            minimum="%d.%d" % minimum,
+        )
+        sys.exit(TOO_OLD_EXIT)
+
+
+def _set_limit(kind, value):
+    import resource
+
+    try:
+        _soft, hard = resource.getrlimit(kind)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(kind, (value, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def apply_limits(memory_mb, cpu_s):
+    import resource
+
+    if memory_mb > 0:
+        _set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    if cpu_s > 0:
+        _set_limit(resource.RLIMIT_CPU, cpu_s)
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_FSIZE, 256 * 1024 * 1024)
+    _set_limit(resource.RLIMIT_NOFILE, 1024)
+
+
+def option(args, name, default):
+    if name in args:
+        index = args.index(name)
+        return int(args[index + 1])
+    return default
+
+
+def serve(args):
+    directory, app = args[0], args[1]
+    memory_mb = option(args, "--memory-mb", 0)
+    cpu_s = option(args, "--cpu-s", 0)
+    require_python((3, 10))
+    # uvicorn serves /ws only when a WebSocket library is importable.
+    require("openenv", "uvicorn", "websockets")
+    apply_limits(memory_mb, cpu_s)
+
+    import socket
+
+    # Binding here and handing the socket over leaves no window in which
+    # another process could take the port between choosing and listening.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    os.chdir(directory)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        ws="auto",
+        lifespan="on",
+    )
+    send("listening", port=port, pid=os.getpid())
+    uvicorn.Server(config).run(sockets=[sock])
+    # uvicorn returns when the app fails to import or start.
+    sys.exit(3)
+
+
+def read_probes():
+    return json.loads(sys.stdin.read())
+
+
+def _observation_fields(message):
+    data = message.get("data") if isinstance(message, dict) else None
+    observation = data.get("observation") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}, observation if isinstance(observation, dict) else {}
+
+
+def play(args):
+    url = args[0]
+    timeout = float(option(args, "--message-timeout-s", 30))
+    require_python((3, 10))
+    require("websockets")
+    request = read_probes()
+
+    from websockets.sync.client import connect
+
+    results = []
+    with connect(url, open_timeout=timeout, max_size=None) as ws:
+        for probe in request["probes"]:
+            result = {"reset": None, "step": None, "error": None}
+            try:
+                ws.send(json.dumps({"type": "reset", "data": {"index": probe["row"]}}))
+                reset = json.loads(ws.recv(timeout=timeout))
+                data, observation = _observation_fields(reset)
+                result["reset"] = {
+                    "type": reset.get("type"),
+                    "keys": sorted(observation),
+                    "question": observation.get("question"),
+                    "row_index": observation.get("row_index"),
+                    "done": data.get("done"),
+                    "reward": data.get("reward"),
+                    "message": (reset.get("data") or {}).get("message") if reset.get("type") == "error" else None,
+                }
+                if reset.get("type") != "observation":
+                    result["error"] = "reset answered %s" % json.dumps(reset)[:400]
+                    results.append(result)
+                    continue
+                ws.send(json.dumps({"type": "step", "data": {"answer": probe["completion"]}}))
+                step = json.loads(ws.recv(timeout=timeout))
+                data, observation = _observation_fields(step)
+                result["step"] = {
+                    "type": step.get("type"),
+                    "keys": sorted(observation),
+                    "done": data.get("done"),
+                    "reward": data.get("reward"),
+                }
+                if step.get("type") != "observation":
+                    result["error"] = "step answered %s" % json.dumps(step)[:400]
+            except TimeoutError:
+                result["error"] = "no reply within %gs" % timeout
+                results.append(result)
+                break
+            except Exception as error:  # the connection is gone; later episodes cannot run
+                result["error"] = "%s: %s" % (type(error).__name__, error)
+                results.append(result)
+                break
+            results.append(result)
+    send("played", results=results)
+
+
+def verifiers_mode(args):
+    directory, module_name = args[0], args[1]
+    require_python((3, 11))
+    require("verifiers", "datasets")
+    apply_limits(option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
+    request = read_probes()
+    sys.path.insert(0, directory)
+
+    import asyncio
+    import importlib
+    import logging
+    import traceback
+
+    errors = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            if record.levelno >= logging.ERROR:
+                errors.append(record.getMessage())
+
+    # verifiers' logger does not propagate to the root.
+    logging.getLogger("verifiers").addHandler(Collect())
+
+    try:
+        import verifiers as vf
+
+        module = importlib.import_module(module_name)
+        origin = getattr(module, "__file__", None) or ""
+        env = module.load_environment()
+        dataset = env.get_eval_dataset()
+        rows = [{"question": row.get("question"), "answer": row.get("answer")} for row in dataset]
+    except Exception as error:
+        send(
+            "load_failed",
+            message="%s: %s" % (type(error).__name__, error),
+            traceback=traceback.format_exc()[-4000:],
+        )
+        sys.exit(3)
+
+    try:
+        from verifiers.types import AssistantMessage
+
+        def reply(text):
+            return [AssistantMessage(content=text)]
+    except ImportError:
+
+        def reply(text):
+            return [{"role": "assistant", "content": text}]
+
+    async def score(probe):
+        # The state a rollout would end in: the dataset row as its input and
+        # the reply as the completion; the rubric reads nothing else.
+        state = vf.State(input=dict(dataset[probe["row"]]))
+        state["completion"] = reply(probe["completion"])
+        state["trajectory"] = []
+        await env.rubric.score_rollout(state)
+        return state["reward"], state.get("metrics")
+
+    async def score_all():
+        results = []
+        for probe in request["probes"]:
+            del errors[:]
+            result = {"reward": None, "metrics": None, "errors": [], "error": None}
+            if not 0 <= probe["row"] < len(rows):
+                result["error"] = "row %d is not in the dataset (%d rows)" % (probe["row"], len(rows))
+            else:
+                try:
+                    result["reward"], result["metrics"] = await score(probe)
+                except Exception as error:
+                    result["error"] = "%s: %s" % (type(error).__name__, error)
+            result["errors"] = list(errors)
+            results.append(result)
+        return results
+
+    results = asyncio.run(score_all())
+    send(
+        "scored",
+        results=results,
+        rows=rows,
+        environment=type(env).__name__,
+        module_file=origin,
+        version=getattr(vf, "__version__", None),
+    )
+
+
+def main():
+    _open_protocol()
+    if len(sys.argv) < 2:
+        send("usage", message="smoke.py serve|play|verifiers ...")
+        sys.exit(2)
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "serve":
+        serve(args)
+    elif mode == "play":
+        play(args)
+    elif mode == "verifiers":
+        verifiers_mode(args)
+    else:
+        send("usage", message="unknown mode %s" % mode)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

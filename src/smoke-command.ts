@@ -1,0 +1,66 @@
+import { Command } from 'commander';
+import { z } from 'zod';
+import type { Io } from './cli.js';
+import { GatekeptError, type ExitCode } from './errors.js';
+import { describeIssues } from './policy.js';
+
+/** `gatekept smoke`: options in, a report and an exit code out. */
+
+const smokeOptionsSchema = z
+  .object({
+    openenv: z.string().min(1).optional(),
+    verifiers: z.string().min(1).optional(),
+    audit: z.string().min(1).optional(),
+    python: z.string().min(1).optional(),
+    timeoutS: z
+      .string()
+      .regex(/^\d+$/, 'must be a whole number of seconds')
+      .transform(Number)
+      .refine((value) => value >= 1 && value <= 86_400, 'must be between 1 and 86400')
+      .default(120),
+    json: z.boolean().default(false),
+  })
+  .refine((options) => (options.openenv === undefined) !== (options.verifiers === undefined), {
+    message: 'give exactly one of --openenv DIR or --verifiers DIR',
+    path: ['openenv'],
+  });
+
+const FLAGS: Record<string, string> = {
+  openenv: '--openenv',
+  verifiers: '--verifiers',
+  audit: '--audit',
+  python: '--python',
+  timeoutS: '--timeout-s',
+};
+
+export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command {
+  return new Command('smoke')
+    .description('run an emitted package for real and check it scores the audited completions as the gate did')
+    .option('--openenv <dir>', 'an emitted OpenEnv package: serve it on loopback and play episodes over /ws')
+    .option('--verifiers <dir>', 'an emitted verifiers package: load_environment() and score through its rubric')
+    .option('--audit <file>', 'the audit to replay (default: gatekept_audit.json two levels above the package)')
+    .option('--python <path>', 'Python interpreter with openenv-core or verifiers (default: $GATEKEPT_PYTHON or python3)')
+    .option('--timeout-s <n>', 'wall-clock limit for the whole run, start-up included', '120')
+    .option('--json', 'print the report as JSON')
+    .action(async (raw: Record<string, unknown>) => {
+      const parsed = smokeOptionsSchema.safeParse(raw);
+      if (!parsed.success) {
+        throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
+          details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => FLAGS[key] ?? key)),
+          suggestion: 'see `gatekept smoke --help`',
+        });
+      }
+      const options = parsed.data;
+      // Loaded on demand, like pack: nothing else in the CLI needs it.
+      const { formatSmokeReport, smoke } = await import('./smoke.js');
+      const report = await smoke({
+        target: options.openenv !== undefined ? 'openenv' : 'verifiers',
+        dir: (options.openenv ?? options.verifiers)!,
+        ...(options.audit !== undefined ? { audit: options.audit } : {}),
+        python: options.python ?? process.env.GATEKEPT_PYTHON ?? 'python3',
+        timeoutS: options.timeoutS,
+      });
+      io.stdout(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatSmokeReport(report)}\n`);
+      setExit(report.exit_code);
+    });
+}

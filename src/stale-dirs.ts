@@ -1,0 +1,50 @@
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Temporary directories are named after the process that made them, so that a
+ * later run can tell the leftovers of a killed run (SIGKILL skips every exit
+ * hook) from those of a run that is still going.
+ */
+
+/** True only when no process with this pid exists; EPERM means it does, under another user. */
+export function processGone(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/**
+ * Remove the entries of `dir` whose name matches `pattern` (its first group
+ * is the creator's pid) and whose creator is gone. Best effort: a directory
+ * that cannot be listed or removed is left alone.
+ */
+export async function removeStaleDirs(
+  dir: string,
+  pattern: RegExp,
+  handle: (entry: string) => Promise<void> = (entry) => rm(entry, { recursive: true, force: true }),
+): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const match = pattern.exec(name);
+    if (!match || match[1] === undefined || Number(match[1]) === process.pid || !processGone(Number(match[1]))) continue;
+    const entry = path.join(dir, name);
+    try {
+      await handle(entry);
+      removed.push(entry);
+    } catch {
+      // another run may be cleaning up the same leftovers
+    }
+  }
+  return removed;
+}

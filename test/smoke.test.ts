@@ -1,0 +1,187 @@
+import { appendFile, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { gatekeep, type PackAuditRecord } from '../src/pack.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { formatSmokeReport, smoke, type SmokeReport } from '../src/smoke.js';
+import { testPython } from './support/test-python.js';
+
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+
+let python: string;
+let scratch: string;
+let root: string;
+let openenvDir: string;
+let verifiersDir: string;
+let audit: PackAuditRecord;
+
+function cli(args: string[]) {
+  return execa(process.execPath, [BIN, 'smoke', ...args], { reject: false, stdin: 'ignore', timeout: 150_000 });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
+/** Every process a run started, and anything left in their process groups, is gone. */
+function expectAllGone(report: SmokeReport): void {
+  expect(report.pids.length).toBeGreaterThan(0);
+  for (const pid of report.pids) {
+    expect(isAlive(pid)).toBe(false);
+    expect(isAlive(-pid)).toBe(false);
+  }
+}
+
+function expectPassed(report: SmokeReport): void {
+  expect(report.passed).toBe(true);
+  expect(report.exit_code).toBe(0);
+  expect(report.checks.filter((check) => !check.ok)).toEqual([]);
+  expect(report.episodes.length).toBe(audit.smoke_probes.length);
+  expect(report.episodes.every((episode) => episode.ok)).toBe(true);
+  expect(report.episodes.some((episode) => episode.kind === 'honest')).toBe(true);
+  expect(report.episodes.some((episode) => episode.kind === 'attack')).toBe(true);
+  report.episodes.forEach((episode, index) => {
+    expect(episode.observed).toBe(audit.smoke_probes[index]!.expected_reward);
+  });
+}
+
+/** A copy of the emitted tree, so a test can break one without touching the others. */
+async function copyTree(name: string): Promise<string> {
+  const target = path.join(scratch, name);
+  await cp(root, target, { recursive: true });
+  return target;
+}
+
+beforeAll(async () => {
+  python = testPython();
+  scratch = await mkdtemp(path.join(tmpdir(), 'gatekept-smoke-test-'));
+  root = path.join(scratch, 'out');
+  const packed = await gatekeep({ seed: path.join(PACKAGE_ROOT, 'examples', 'arith.json'), outDir: root, python });
+  expect(packed.emitted).toBe(true);
+  openenvDir = packed.packaged!.openenv;
+  verifiersDir = packed.packaged!.verifiers;
+  audit = JSON.parse(await readFile(packed.packaged!.audit, 'utf8')) as PackAuditRecord;
+}, 180_000);
+
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+describe('the probes pack records for smoke', () => {
+  it('holds honest golds in the package format and the most severe attacks, in full', () => {
+    const probes = audit.smoke_probes;
+    expect(audit.package.answer_format).toBe('boxed');
+    expect(probes.length).toBeGreaterThan(3);
+    expect(probes.length).toBeLessThanOrEqual(12);
+    const honest = probes.filter((probe) => probe.kind === 'honest');
+    expect(honest.length).toBe(3);
+    for (const probe of honest) {
+      const gold = audit.target.golds.find((entry) => entry.row === probe.row)!;
+      expect(probe.completion).toBe(`\\boxed{${gold.answer}}`);
+      expect(probe.expected_reward).toBe(1);
+    }
+    const attacks = probes.filter((probe) => probe.kind === 'attack');
+    expect(attacks.every((probe) => probe.attack_id && probe.severity)).toBe(true);
+    expect(new Set(attacks.map((probe) => probe.attack_id)).size).toBe(attacks.length);
+    expect(attacks[0]!.severity).toBe('critical');
+  });
+});
+
+describe('gatekept smoke --openenv', () => {
+  it('serves the emitted package and replays every probe through the CLI', async () => {
+    const result = await cli(['--openenv', openenvDir, '--python', python, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as SmokeReport;
+    expectPassed(report);
+    expect(report.checks.map((check) => check.name)).toEqual(['gold', 'verifier', 'health', 'schema', 'metadata']);
+    expectAllGone(report);
+  });
+
+  it('does the same through the library', async () => {
+    const report = await smoke({ target: 'openenv', dir: openenvDir, python, timeoutS: 90 });
+    expectPassed(report);
+    expect(formatSmokeReport(report)).toMatch(/smoke PASS: all \d+ episodes scored as audited/);
+    expectAllGone(report);
+  });
+
+  it('exits 1 and shows the episodes a tampered verifier scores differently', async () => {
+    const tree = await copyTree('tampered');
+    const verifier = path.join(tree, 'openenv', 'arith', 'server', 'gatekept_verifier.py');
+    await appendFile(verifier, '\n\ndef reward(completion, answer, **kwargs):\n    return 1.0\n');
+    const result = await cli(['--openenv', path.join(tree, 'openenv', 'arith'), '--audit', path.join(tree, 'gatekept_audit.json'), '--python', python]);
+    expect(result.exitCode, result.stderr).toBe(1);
+    const zeroAttack = audit.smoke_probes.find((probe) => probe.kind === 'attack' && probe.expected_reward === 0)!;
+    expect(result.stdout).toMatch(new RegExp(`attack\\s+${zeroAttack.row}\\s+${zeroAttack.attack_id!.replace(/[/.-]/g, '\\$&')}\\s+0\\s+1\\s+DIFF`));
+    expect(result.stdout).toMatch(/FAIL verifier/);
+    expect(result.stdout).toMatch(/smoke FAIL: \d+ of \d+ episodes differ from the audit/);
+  });
+
+  it('exits 3 with the traceback when the server cannot start', async () => {
+    const tree = await copyTree('broken');
+    await appendFile(path.join(tree, 'openenv', 'arith', 'server', 'app.py'), '\nraise RuntimeError("broken on purpose")\n');
+    const result = await cli(['--openenv', path.join(tree, 'openenv', 'arith'), '--python', python, '--timeout-s', '60']);
+    expect(result.exitCode).toBe(3);
+    expect(result.stderr).toContain('ENV_START_FAILED');
+    expect(result.stderr).toContain('RuntimeError: broken on purpose');
+  });
+
+  it('names openenv-core when the interpreter lacks it', async (context) => {
+    const probe = await execa('python3', ['-c', 'import importlib.util, sys; sys.exit(1 if importlib.util.find_spec("openenv") else 0)'], { reject: false });
+    if (probe.exitCode !== 0) context.skip();
+    const result = await cli(['--openenv', openenvDir, '--python', 'python3']);
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain('PYTHON_PACKAGE_MISSING');
+    expect(result.stderr).toContain('pip install openenv-core');
+  });
+});
+
+describe('gatekept smoke --verifiers', () => {
+  it('loads the environment and scores every probe through its rubric', async () => {
+    const result = await cli(['--verifiers', verifiersDir, '--python', python, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as SmokeReport;
+    expectPassed(report);
+    expect(report.checks.map((check) => check.name)).toEqual(['gold', 'verifier', 'import', 'dataset']);
+    expectAllGone(report);
+  });
+});
+
+describe('bad input exits 2 before anything runs', () => {
+  it('refuses a directory that is not a package, a missing one, and a missing or malformed audit', async () => {
+    const notPackage = await cli(['--openenv', verifiersDir, '--python', python]);
+    expect(notPackage.exitCode).toBe(2);
+    expect(notPackage.stderr).toMatch(/is not an OpenEnv package emitted by gatekept: it has no openenv\.yaml/);
+
+    const wrongKind = await cli(['--verifiers', openenvDir, '--python', python]);
+    expect(wrongKind.exitCode).toBe(2);
+
+    const missing = await cli(['--openenv', path.join(scratch, 'nowhere'), '--python', python]);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain('FILE_NOT_FOUND');
+
+    const alone = path.join(scratch, 'alone', 'arith');
+    await mkdir(path.dirname(alone), { recursive: true });
+    await cp(openenvDir, alone, { recursive: true });
+    const noAudit = await cli(['--openenv', alone, '--python', python]);
+    expect(noAudit.exitCode).toBe(2);
+    expect(noAudit.stderr).toMatch(/no audit at .*gatekept_audit\.json/);
+
+    const malformed = path.join(scratch, 'malformed.json');
+    await writeFile(malformed, JSON.stringify({ schema: 'gatekept.audit/v1', target: {} }));
+    const badAudit = await cli(['--openenv', openenvDir, '--audit', malformed, '--python', python]);
+    expect(badAudit.exitCode).toBe(2);
+    expect(badAudit.stderr).toContain('is not a gatekept audit record');
+
+    const both = await cli(['--openenv', openenvDir, '--verifiers', verifiersDir]);
+    expect(both.exitCode).toBe(2);
+  });
+});
