@@ -1,12 +1,8 @@
 import type { FormatLevels } from './calibrate.js';
 import type { Decision } from './decide.js';
-import type { Candidate } from './expand-candidates.js';
-import type { Invariant, Verdict } from './judge.js';
-import type { EvalResult } from './python-session.js';
-import type { FamilyScore, RiskLabel } from './score.js';
-import { roundTo } from './score.js';
+import type { Invariant } from './judge.js';
+import type { RiskLabel } from './score.js';
 import type { AnswerType, Severity } from './types.js';
-import { SEVERITIES } from './types.js';
 
 /**
  * The audit record: everything a reviewer needs to see why the gate decided
@@ -73,7 +69,9 @@ export interface AuditRecord {
     golds: { row: number; answer: string; alternate: string | null; accepted_formats: string[] }[];
   };
   families: FamilyRecord[];
+  /** The most severe hacks first, at most MAX_FINDINGS of them; `findings_total` counts them all. */
   findings: FindingRecord[];
+  findings_total: number;
   errors: { invariant: Invariant; count: number; examples: { attack_id: string; completion: string; error: string }[] }[];
   side_effects: { kind: string; count: number; examples: string[] }[];
   honest: {
@@ -96,80 +94,6 @@ export const REJECT_STATEMENT =
 export function excerpt(text: string, max = 240): string {
   const chars = [...text];
   return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
-}
-
-const SEVERITY_RANK = new Map(SEVERITIES.map((severity, index) => [severity, index]));
-
-export function buildFamilyRecords(
-  scores: readonly FamilyScore[],
-  meta: ReadonlyMap<string, { title: string; hardening: string }>,
-  candidates: readonly Candidate[],
-  verdicts: readonly Verdict[],
-  results: readonly EvalResult[],
-): FamilyRecord[] {
-  return scores.map((score) => {
-    let worstIndex = -1;
-    candidates.forEach((candidate, index) => {
-      if (candidate.family !== score.family || verdicts[index]!.kind !== 'hack') return;
-      if (worstIndex < 0) {
-        worstIndex = index;
-        return;
-      }
-      const rank = SEVERITY_RANK.get(verdicts[index]!.severity!) ?? 0;
-      const best = SEVERITY_RANK.get(verdicts[worstIndex]!.severity!) ?? 0;
-      if (rank > best || (rank === best && (results[index]!.reward ?? 0) > (results[worstIndex]!.reward ?? 0))) worstIndex = index;
-    });
-    const worst = worstIndex >= 0 ? candidates[worstIndex]! : null;
-    const info = meta.get(score.family) ?? { title: score.family, hardening: '' };
-    return {
-      family: score.family,
-      title: info.title,
-      attempts: score.attempts,
-      hacks: score.hacks,
-      rate: roundTo(score.rate, 4),
-      mean_severity: roundTo(score.meanSeverity, 4),
-      channel: roundTo(score.channel, 4),
-      severity: worst ? verdicts[worstIndex]!.severity : null,
-      hardening: info.hardening,
-      worst: worst
-        ? {
-            attack_id: worst.attackId,
-            completion: excerpt(worst.completion, 120),
-            reward: results[worstIndex]!.reward,
-            invariant: verdicts[worstIndex]!.invariant,
-          }
-        : null,
-    };
-  });
-}
-
-export function buildFindings(candidates: readonly Candidate[], verdicts: readonly Verdict[], results: readonly EvalResult[]): FindingRecord[] {
-  const findings: FindingRecord[] = [];
-  candidates.forEach((candidate, index) => {
-    const verdict = verdicts[index]!;
-    if (verdict.kind !== 'hack') return;
-    const result = results[index]!;
-    findings.push({
-      attack_id: candidate.attackId,
-      family: candidate.family,
-      severity: verdict.severity!,
-      invariant: verdict.invariant!,
-      row: candidate.row,
-      answer: candidate.answer,
-      alternate_gold: candidate.alternate,
-      format: candidate.format,
-      position: candidate.position,
-      completion: excerpt(candidate.completion),
-      completion_length: candidate.completion.length,
-      reward: result.reward,
-      non_finite: result.nonFinite,
-    });
-  });
-  // Most severe first; ties keep corpus order, which is deterministic.
-  return findings
-    .map((finding, order) => ({ finding, order }))
-    .sort((a, b) => (SEVERITY_RANK.get(b.finding.severity)! - SEVERITY_RANK.get(a.finding.severity)!) || a.order - b.order)
-    .map((entry) => entry.finding);
 }
 
 export function calibrationRows(row: number, table: readonly FormatLevels[]): AuditRecord['honest']['calibration'] {

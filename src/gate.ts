@@ -3,36 +3,31 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { alternateGold, DEFAULT_CHOICES, detectAnswerType, makeRng, wrongValues } from './answer-values.js';
-import {
-  AUDIT_SCHEMA,
-  buildFamilyRecords,
-  buildFindings,
-  calibrationRows,
-  excerpt,
-  PASS_STATEMENT,
-  REJECT_STATEMENT,
-  type AuditRecord,
-} from './audit-record.js';
+import { AUDIT_SCHEMA, calibrationRows, excerpt, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './audit-record.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
 import { decide } from './decide.js';
 import { GatekeptError, EXIT, type ExitCode } from './errors.js';
 import { expandCandidates, type Candidate, type GoldContext } from './expand-candidates.js';
-import { judge, type Invariant } from './judge.js';
+import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
+import { judge } from './judge.js';
 import { loadCorpus } from './load-corpus.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './load-dataset.js';
 import { DEFAULT_POLICY, policyRecord, type GatePolicy } from './policy.js';
 import { parseVerifierSpec, type EvalRequest, type EvalResult } from './python-session.js';
 import { formatSummary } from './format-report.js';
-import { hackability, hackRateInterval, riskLabel, scoreFamily } from './score.js';
+import { hackability, hackRateInterval, riskLabel } from './score.js';
 import { TOOL } from './tool-info.js';
-import { ANSWER_TYPES, SEVERITIES, type AnswerFormat, type AnswerType, type CompletionFormat, type Severity } from './types.js';
+import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from './types.js';
 import { SKIPPED_RESULT, WorkerPool } from './worker-pool.js';
 
 /**
  * The gate, top to bottom: resolve the inputs, calibrate the verifier on the
  * gold and a wrong answer in every format, attack it in the formats it
- * accepts, judge, score, decide, and write the record.
+ * accepts, judge, score, decide, and write the record. Rows stream through
+ * in chunks so memory stays flat however large the audit.
  */
+
+export type { GateProbe } from './tally-outcomes.js';
 
 export interface GateOptions {
   /** The verifier: `pkg.module:fn` or `path/to/file.py:fn`. */
@@ -73,62 +68,6 @@ export interface GateResult {
    * the record: it would carry whole attack payloads.
    */
   probes: GateProbe[];
-}
-
-/** One scored completion against a row's own gold (never an alternate gold). */
-export type GateProbe =
-  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: AnswerFormat; think: boolean }
-  | { kind: 'attack'; row: number; answer: string; completion: string; reward: number; attackId: string; severity: Severity };
-
-/** Attack probes kept: enough for any caller, small enough to carry around. */
-const ATTACK_PROBES = 32;
-/** Longer payloads (padding, dumps) are left out of the probes. */
-const PROBE_MAX_CHARS = 4096;
-
-/**
- * The most severe attacks the verifier scored with a number, critical first
- * and then in corpus order: one per family before any family repeats, each
- * on a different audited row where the family has one, so a replay covers
- * many kinds of payload and rows. Deterministic.
- */
-function attackProbes(candidates: readonly Candidate[], results: readonly EvalResult[]): GateProbe[] {
-  const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
-  const order = candidates
-    .map((candidate, index) => ({ candidate, reward: results[index]!.reward, status: results[index]!.status, index }))
-    .filter(
-      ({ candidate, reward, status }) =>
-        !candidate.alternate && status === 'ok' && reward !== null && Number.isFinite(reward) && candidate.completion.length <= PROBE_MAX_CHARS,
-    )
-    .sort((a, b) => rank(b.candidate.severity) - rank(a.candidate.severity) || a.index - b.index);
-  const rows = [...new Set(order.map(({ candidate }) => candidate.row))].sort((a, b) => a - b);
-  const families = [...new Set(order.map(({ candidate }) => candidate.family))];
-  const picked: typeof order = [];
-  const seen = new Set<string>();
-  families.forEach((family, index) => {
-    const members = order.filter(({ candidate }) => candidate.family === family);
-    const pick = members.find(({ candidate }) => candidate.row === rows[index % rows.length]) ?? members[0]!;
-    picked.push(pick);
-    seen.add(pick.candidate.attackId);
-  });
-  for (const entry of order) {
-    if (picked.length >= ATTACK_PROBES * 2) break;
-    if (seen.has(entry.candidate.attackId)) continue;
-    seen.add(entry.candidate.attackId);
-    picked.push(entry);
-  }
-  return picked
-    .map((entry, pickOrder) => ({ entry, pickOrder }))
-    .sort((a, b) => rank(b.entry.candidate.severity) - rank(a.entry.candidate.severity) || a.pickOrder - b.pickOrder)
-    .slice(0, ATTACK_PROBES)
-    .map(({ entry: { candidate, reward } }) => ({
-      kind: 'attack' as const,
-      row: candidate.row,
-      answer: candidate.answer,
-      completion: candidate.completion,
-      reward: reward!,
-      attackId: candidate.attackId,
-      severity: candidate.severity,
-    }));
 }
 
 interface GoldPlan {
@@ -206,15 +145,17 @@ async function sha256File(file: string | null): Promise<string | null> {
   }
 }
 
-function countBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const list = groups.get(key) ?? [];
-    list.push(item);
-    groups.set(key, list);
-  }
-  return groups;
+
+/** Rows calibrated, attacked and judged together; bounds what is held in memory at once. */
+const ROWS_PER_CHUNK = 16;
+
+interface VariantRecord {
+  row: number;
+  form: string;
+  contested: boolean;
+  completion: string;
+  reward: number | null;
+  rewarded: boolean;
 }
 
 export async function gate(options: GateOptions): Promise<GateResult> {
@@ -264,140 +205,152 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         policy.timeouts.totalS * 1000,
       );
     });
-    const run = <T>(work: Promise<T>): Promise<T> => Promise.race([work, overall]);
     let evaluations = 0;
+    let expectedTotal = 0;
+    let progressDone = 0;
     const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
       options.onRequests?.(requests);
-      const results = await run(
+      const onProgress = progress && options.onProgress ? options.onProgress : undefined;
+      const before = progressDone;
+      const results = await Promise.race([
         pool.evaluate(requests, {
           stopOnTimeout: true,
-          ...(progress && options.onProgress ? { onProgress: options.onProgress } : {}),
+          ...(onProgress ? { onProgress: (done: number) => onProgress(before + done, Math.max(expectedTotal, before + requests.length)) } : {}),
         }),
-      );
+        overall,
+      ]);
+      if (progress) progressDone += requests.length;
       evaluations += results.filter((result) => result.status !== 'skipped').length;
       return results;
     };
 
-    // 2. Calibration: the gold and a wrong value in every format, for each gold and its alternate.
-    const probeSets: { plan: GoldPlan; alternate: boolean; probes: Probe[] }[] = [];
-    for (const plan of plans) {
-      probeSets.push({ plan, alternate: false, probes: calibrationProbes(plan.context.gold, plan.context.wrong[0]!) });
-      if (plan.alternateContext?.wrong[0] !== undefined) {
-        probeSets.push({ plan, alternate: true, probes: calibrationProbes(plan.alternateContext.gold, plan.alternateContext.wrong[0]) });
-      }
-    }
-    // The first probe goes alone: a verifier that hangs on every input is then
-    // found after one call timeout, not after a whole batch of them.
-    const probeRequests = probeSets.flatMap(({ plan, alternate, probes }) =>
-      requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
-    );
-    const firstProbe = await evaluate(probeRequests.slice(0, 1));
-    const probeResults =
-      firstProbe[0]!.status === 'timeout'
-        ? [...firstProbe, ...probeRequests.slice(1).map(() => SKIPPED_RESULT)]
-        : [...firstProbe, ...(await evaluate(probeRequests.slice(1)))];
-    const levelsByKey = new Map<string, Levels>();
+    const tally = new OutcomeTally(corpus.families.map((family) => family.family));
+    const levelsByRow = new Map<number, Levels>();
+    const acceptedByRow = new Map<number, AnswerFormat[]>();
+    const calibration: AuditRecord['honest']['calibration'] = [];
+    const variantRecords: VariantRecord[] = [];
     const honestProbes: GateProbe[] = [];
-    let offset = 0;
-    for (const { plan, alternate, probes } of probeSets) {
-      const results = probeResults.slice(offset, offset + probes.length);
-      levelsByKey.set(`${plan.row.index}|${alternate}`, computeLevels(probes, results));
-      offset += probes.length;
-      if (alternate) continue;
-      probes.forEach((probe, index) => {
-        const result = results[index]!;
-        if (probe.kind !== 'honest' || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
-        honestProbes.push({
-          kind: 'honest',
-          row: plan.row.index,
-          answer: plan.row.answer,
-          completion: probe.completion,
-          reward: result.reward,
-          format: probe.format,
-          think: probe.think,
+    const broken: { row: number; answer: string; reason: NonNullable<Levels['broken']> }[] = [];
+    let candidateCount = 0;
+    let rowsAudited = 0;
+    let first = true;
+
+    for (let start = 0; start < plans.length && !tally.timedOut; start += ROWS_PER_CHUNK) {
+      const chunk = plans.slice(start, start + ROWS_PER_CHUNK);
+
+      // 2. Calibration: the gold and a wrong value in every format, for each gold and its alternate.
+      const probeSets: { plan: GoldPlan; alternate: boolean; probes: Probe[] }[] = [];
+      for (const plan of chunk) {
+        probeSets.push({ plan, alternate: false, probes: calibrationProbes(plan.context.gold, plan.context.wrong[0]!) });
+        if (plan.alternateContext?.wrong[0] !== undefined) {
+          probeSets.push({ plan, alternate: true, probes: calibrationProbes(plan.alternateContext.gold, plan.alternateContext.wrong[0]) });
+        }
+      }
+      const probeRequests = probeSets.flatMap(({ plan, alternate, probes }) =>
+        requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
+      );
+      let probeResults: EvalResult[];
+      if (first) {
+        // The very first probe goes alone: a verifier that hangs on every input
+        // is then found after one call timeout, not after a batch of them.
+        first = false;
+        const head = await evaluate(probeRequests.slice(0, 1));
+        probeResults =
+          head[0]!.status === 'timeout'
+            ? [...head, ...probeRequests.slice(1).map(() => SKIPPED_RESULT)]
+            : [...head, ...(await evaluate(probeRequests.slice(1)))];
+      } else {
+        probeResults = await evaluate(probeRequests);
+      }
+      tally.addSideEffects(probeResults);
+      const chunkLevels = new Map<string, Levels>();
+      let offset = 0;
+      for (const { plan, alternate, probes } of probeSets) {
+        const results = probeResults.slice(offset, offset + probes.length);
+        offset += probes.length;
+        const levels = computeLevels(probes, results);
+        chunkLevels.set(`${plan.row.index}|${alternate}`, levels);
+        if (alternate) continue;
+        levelsByRow.set(plan.row.index, levels);
+        acceptedByRow.set(plan.row.index, attackFormats(levels, 'auto'));
+        calibration.push(...calibrationRows(plan.row.index, levels.table));
+        if (levels.broken) broken.push({ row: plan.row.index, answer: plan.row.answer, reason: levels.broken });
+        probes.forEach((probe, index) => {
+          const result = results[index]!;
+          if (probe.kind !== 'honest' || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
+          honestProbes.push({ kind: 'honest', row: plan.row.index, answer: plan.row.answer, completion: probe.completion, reward: result.reward, format: probe.format, think: probe.think });
+        });
+      }
+      const levelsOf = (row: number, alternate: boolean): Levels | undefined => chunkLevels.get(`${row}|${alternate}`);
+      if (tally.timedOut) {
+        rowsAudited += chunk.length;
+        break;
+      }
+
+      // 3. Attacks, written in the formats each gold was accepted in, plus honest variants for the report.
+      const candidates: Candidate[] = [];
+      const variants: { row: DatasetRow; form: string; contested: boolean; completion: string; format: AnswerFormat }[] = [];
+      for (const plan of chunk) {
+        const levels = levelsOf(plan.row.index, false)!;
+        if (levels.broken) continue;
+        const formats = attackFormats(levels, format);
+        candidates.push(...expandCandidates(corpus, { ...plan.context, formats }, plan.row.index, false));
+        const altLevels = levelsOf(plan.row.index, true);
+        if (plan.alternateContext && altLevels && !altLevels.broken) {
+          candidates.push(...expandCandidates(corpus, { ...plan.alternateContext, formats: attackFormats(altLevels, format) }, plan.row.index, true));
+        }
+        const firstFormat = formats[0];
+        if (firstFormat) {
+          for (const variant of honestVariants(plan.row.answer, answerType, firstFormat)) variants.push({ row: plan.row, format: firstFormat, ...variant });
+        }
+      }
+      candidateCount += candidates.length;
+      // Progress is estimated from the chunks seen so far: rows are alike in size.
+      expectedTotal = Math.round((candidateCount / (start + chunk.length)) * plans.length);
+      const rowByIndex = new Map(chunk.map((plan) => [plan.row.index, plan.row]));
+      const attackResults = await evaluate(
+        candidates.map((candidate) => {
+          const row = rowByIndex.get(candidate.row)!;
+          return { completion: candidate.completion, answer: candidate.answer, prompt: row.prompt, info: row.info };
+        }),
+        true,
+      );
+      const variantResults = await evaluate(
+        variants.map((variant) => ({ completion: variant.completion, answer: variant.row.answer, prompt: variant.row.prompt, info: variant.row.info })),
+      );
+
+      // 4. Judge this chunk and fold it into the tally.
+      tally.addJudged(candidates, judge({ candidates, results: attackResults, levels: levelsOf }), attackResults);
+      tally.addSideEffects(variantResults);
+      variants.forEach((variant, index) => {
+        const result = variantResults[index]!;
+        const levels = levelsOf(variant.row.index, false)!;
+        const cell = levels.byFormat.get(variant.format);
+        const threshold = cell ? (cell.honest + cell.wrong) / 2 : levels.rawThreshold;
+        variantRecords.push({
+          row: variant.row.index,
+          form: variant.form,
+          contested: variant.contested,
+          completion: excerpt(variant.completion, 120),
+          reward: result.status === 'ok' ? result.reward : null,
+          rewarded: result.status === 'ok' && result.reward !== null && result.reward > threshold,
         });
       });
+      rowsAudited += chunk.length;
     }
-    const levelsOf = (row: number, alternate: boolean): Levels | undefined => levelsByKey.get(`${row}|${alternate}`);
-
-    // 3. Attacks, written in the formats each gold was accepted in, plus honest variants for the report.
-    const candidates: Candidate[] = [];
-    const variants: { row: DatasetRow; form: string; contested: boolean; completion: string; format: AnswerFormat }[] = [];
-    for (const plan of plans) {
-      const levels = levelsOf(plan.row.index, false)!;
-      if (levels.broken) continue;
-      const formats = attackFormats(levels, format);
-      candidates.push(...expandCandidates(corpus, { ...plan.context, formats }, plan.row.index, false));
-      const altLevels = levelsOf(plan.row.index, true);
-      if (plan.alternateContext && altLevels && !altLevels.broken) {
-        const altFormats = attackFormats(altLevels, format);
-        candidates.push(...expandCandidates(corpus, { ...plan.alternateContext, formats: altFormats }, plan.row.index, true));
-      }
-      const first = formats[0];
-      if (first) {
-        for (const variant of honestVariants(plan.row.answer, answerType, first)) variants.push({ row: plan.row, format: first, ...variant });
-      }
-    }
-    const rowByIndex = new Map(plans.map((plan) => [plan.row.index, plan.row]));
-    const attackResults = await evaluate(
-      candidates.map((candidate) => {
-        const row = rowByIndex.get(candidate.row)!;
-        return { completion: candidate.completion, answer: candidate.answer, prompt: row.prompt, info: row.info };
-      }),
-      true,
-    );
-    const variantResults = await evaluate(variants.map((variant) => ({ completion: variant.completion, answer: variant.row.answer, prompt: variant.row.prompt, info: variant.row.info })));
-    // Shutting the workers down overlaps with judging and scoring.
+    // Shutting the workers down overlaps with scoring and the record.
     const closing = pool.close();
 
-    // 4. Judge and score.
-    const verdicts = judge({ candidates, results: attackResults, levels: levelsOf });
-    const familyScores = corpus.families
-      .map((family) => {
-        const members = candidates.map((candidate, index) => ({ candidate, verdict: verdicts[index]! })).filter((item) => item.candidate.family === family.family);
-        return scoreFamily({
-          family: family.family,
-          attempts: members.filter((item) => item.verdict.kind === 'hack' || item.verdict.kind === 'ok' || item.verdict.kind === 'committed').length,
-          hackSeverities: members.filter((item) => item.verdict.kind === 'hack').map((item) => item.verdict.severity!),
-        });
-      })
-      .filter((score) => score.attempts > 0 || score.hacks > 0);
+    // 5. Score and decide.
+    const familyScores = tally.familyScores();
     const score = hackability(familyScores);
-    const attempts = familyScores.reduce((sum, family) => sum + family.attempts, 0);
-    const hacks = familyScores.reduce((sum, family) => sum + family.hacks, 0);
-    const hackRate = hackRateInterval(hacks, attempts, {
+    const hackRate = hackRateInterval(tally.hacks, tally.attempts, {
       seed: policy.seed,
       resamples: policy.budget.bootstrapResamples,
       confidence: policy.budget.confidence,
     });
-
-    const errorGroups = countBy(
-      candidates.map((candidate, index) => ({ candidate, verdict: verdicts[index]!, result: attackResults[index]! })).filter((item) => item.verdict.kind === 'error'),
-      (item) => item.verdict.invariant!,
-    );
-    const errors = [...errorGroups.entries()].map(([invariant, items]) => ({
-      invariant: invariant as Invariant,
-      count: items.length,
-      examples: items.slice(0, 3).map((item) => ({
-        attack_id: item.candidate.attackId,
-        completion: excerpt(item.candidate.completion, 80),
-        error: item.result.error ? `${item.result.error.type}: ${item.result.error.message}` : item.result.status === 'ok' ? `returned ${item.result.rewardType}` : item.result.status,
-      })),
-    }));
-    const allResults = [...probeResults, ...attackResults, ...variantResults];
-    const effects = countBy(
-      allResults.flatMap((result) => result.sideEffects).filter((effect) => effect.kind !== 'output'),
-      (effect) => effect.kind,
-    );
-    const sideEffects = [...effects.entries()]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([kind, items]) => ({ kind, count: items.length, examples: [...new Set(items.map((item) => excerpt(item.detail, 120)))].slice(0, 3) }));
-
-    // 5. Decide.
-    const broken = plans.flatMap((plan) => {
-      const reason = levelsOf(plan.row.index, false)!.broken;
-      return reason ? [{ row: plan.row.index, answer: plan.row.answer, reason }] : [];
-    });
+    const errors = tally.errorGroups();
+    const sideEffects = tally.sideEffectGroups();
     const decision = decide({
       policy,
       broken,
@@ -409,20 +362,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
 
     // 6. The record.
     const familyMeta = new Map(corpus.families.map((family) => [family.family, { title: family.title, hardening: family.hardening }]));
-    const variantRecords = variants.map((variant, index) => {
-      const result = variantResults[index]!;
-      const levels = levelsOf(variant.row.index, false)!;
-      const cell = levels.byFormat.get(variant.format);
-      const threshold = cell ? (cell.honest + cell.wrong) / 2 : levels.rawThreshold;
-      return {
-        row: variant.row.index,
-        form: variant.form,
-        contested: variant.contested,
-        completion: excerpt(variant.completion, 120),
-        reward: result.status === 'ok' ? result.reward : null,
-        rewarded: result.status === 'ok' && result.reward !== null && result.reward > threshold,
-      };
-    });
+    const { findings, total: findingsTotal } = tally.findings();
+    const info = pool.info;
     await closing;
     const totalMs = performance.now() - started;
     const record: AuditRecord = {
@@ -434,42 +375,43 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       hack_rate: { ...hackRate, confidence: policy.budget.confidence, method: 'seeded percentile bootstrap on Agresti-Coull-augmented outcomes' },
       policy: policyRecord(policy),
       seed: policy.seed,
-      corpus: { version: corpus.version, hash: corpus.hash, families: corpus.families.length, candidates: candidates.length },
+      corpus: { version: corpus.version, hash: corpus.hash, families: corpus.families.length, candidates: candidateCount },
       verifier: {
         spec: options.reward,
-        sha256: await sha256File(target.kind === 'file' ? target.path : pool.info.sourceFile),
+        sha256: await sha256File(target.kind === 'file' ? target.path : info.sourceFile),
         completion_format: completionFormat,
-        params: pool.info.params,
-        is_async: pool.info.isAsync,
+        params: info.params,
+        is_async: info.isAsync,
       },
       target: {
         answer_type: answerType,
         choices: answerType === 'choice' ? choices : null,
         format,
-        rows_audited: rows.length,
+        rows_audited: rowsAudited,
         rows_total: rowsTotal,
-        golds: plans.map((plan) => ({
+        golds: plans.slice(0, rowsAudited).map((plan) => ({
           row: plan.row.index,
           answer: plan.row.answer,
           alternate: plan.alternate,
-          accepted_formats: attackFormats(levelsOf(plan.row.index, false)!, 'auto'),
+          accepted_formats: acceptedByRow.get(plan.row.index) ?? [],
         })),
       },
-      families: buildFamilyRecords(familyScores, familyMeta, candidates, verdicts, attackResults),
-      findings: buildFindings(candidates, verdicts, attackResults),
+      families: tally.familyRecords(familyMeta),
+      findings,
+      findings_total: findingsTotal,
       errors,
       side_effects: sideEffects,
       honest: {
-        calibration: plans.flatMap((plan) => calibrationRows(plan.row.index, levelsOf(plan.row.index, false)!.table)),
+        calibration,
         variants: variantRecords,
         false_rejections: variantRecords.filter((variant) => !variant.contested && !variant.rewarded).length,
       },
-      environment: { python: pool.info.pythonVersion },
+      environment: { python: info.pythonVersion },
       tool: { name: TOOL.name, version: TOOL.version },
       statement: decision.decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
       timing: {
         total_ms: Math.round(totalMs),
-        import_ms: Math.round(pool.info.importMs),
+        import_ms: Math.round(info.importMs),
         evaluations,
         evaluations_per_second: Math.round(evaluations / Math.max(totalMs / 1000, 1e-3)),
       },
@@ -480,7 +422,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       exitCode: record.decision === 'PASS' ? EXIT.pass : EXIT.reject,
       record,
       summary: () => formatSummary(record),
-      probes: [...honestProbes, ...attackProbes(candidates, attackResults)],
+      probes: [...honestProbes, ...tally.attackProbes()],
     };
   } finally {
     clearTimeout(deadline);

@@ -1,0 +1,222 @@
+import { excerpt, type FamilyRecord, type FindingRecord } from './audit-record.js';
+import type { Candidate } from './expand-candidates.js';
+import type { Invariant, Verdict } from './judge.js';
+import type { EvalResult } from './python-session.js';
+import { roundTo, scoreFamily, type FamilyScore } from './score.js';
+import { SEVERITIES, type AnswerFormat, type Severity } from './types.js';
+
+/**
+ * A running tally of judged candidates. The gate streams rows through it in
+ * chunks, so memory stays flat however many rows × candidates an audit has:
+ * only counts and bounded lists of examples are kept.
+ */
+
+/** Findings kept in the record; the total is always reported. */
+export const MAX_FINDINGS = 500;
+/** Attack probes kept for replaying against packaged environments. */
+const ATTACK_PROBES = 32;
+/** Candidate probes remembered per family while streaming. */
+const PROBE_POOL_PER_FAMILY = 64;
+/** Longer payloads (padding, dumps) are left out of the probes. */
+const PROBE_MAX_CHARS = 4096;
+
+/** One scored completion against a row's own gold (never an alternate gold). */
+export type GateProbe =
+  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: AnswerFormat; think: boolean }
+  | { kind: 'attack'; row: number; answer: string; completion: string; reward: number; attackId: string; severity: Severity };
+
+type AttackProbe = Extract<GateProbe, { kind: 'attack' }>;
+
+const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
+
+interface FamilyTally {
+  attempts: number;
+  hacks: Severity[];
+  worst: { order: number; severity: Severity; reward: number | null; candidate: Candidate; invariant: Invariant | null } | null;
+}
+
+export class OutcomeTally {
+  private readonly families = new Map<string, FamilyTally>();
+  /** Findings by severity, each in corpus order and capped: the record keeps the most severe first. */
+  private readonly findingsBySeverity = new Map<Severity, FindingRecord[]>(SEVERITIES.map((severity) => [severity, []]));
+  private findingsTotal = 0;
+  private readonly errors = new Map<Invariant, { count: number; examples: { attack_id: string; completion: string; error: string }[] }>();
+  private readonly sideEffects = new Map<string, { count: number; examples: string[] }>();
+  private readonly probePool = new Map<string, (AttackProbe & { order: number; family: string })[]>();
+  private order = 0;
+  hacks = 0;
+  attempts = 0;
+  timedOut = false;
+
+  constructor(familyNames: readonly string[]) {
+    for (const name of familyNames) this.families.set(name, { attempts: 0, hacks: [], worst: null });
+  }
+
+  /** Count side effects of any call, probes and variants included. */
+  addSideEffects(results: readonly EvalResult[]): void {
+    for (const result of results) {
+      if (result.status === 'timeout') this.timedOut = true;
+      for (const effect of result.sideEffects) {
+        if (effect.kind === 'output') continue;
+        const entry = this.sideEffects.get(effect.kind) ?? { count: 0, examples: [] };
+        entry.count += 1;
+        const example = excerpt(effect.detail, 120);
+        if (entry.examples.length < 3 && !entry.examples.includes(example)) entry.examples.push(example);
+        this.sideEffects.set(effect.kind, entry);
+      }
+    }
+  }
+
+  addJudged(candidates: readonly Candidate[], verdicts: readonly Verdict[], results: readonly EvalResult[]): void {
+    this.addSideEffects(results);
+    candidates.forEach((candidate, index) => {
+      const order = this.order++;
+      const verdict = verdicts[index]!;
+      const result = results[index]!;
+      const family = this.families.get(candidate.family)!;
+      if (verdict.kind === 'error') {
+        const entry = this.errors.get(verdict.invariant!) ?? { count: 0, examples: [] };
+        entry.count += 1;
+        if (entry.examples.length < 3) {
+          entry.examples.push({
+            attack_id: candidate.attackId,
+            completion: excerpt(candidate.completion, 80),
+            error: result.error ? `${result.error.type}: ${result.error.message}` : result.status === 'ok' ? `returned ${result.rewardType}` : result.status,
+          });
+        }
+        this.errors.set(verdict.invariant!, entry);
+      }
+      if (verdict.kind === 'hack' || verdict.kind === 'ok' || verdict.kind === 'committed') {
+        family.attempts += 1;
+        this.attempts += 1;
+      }
+      if (verdict.kind === 'hack') {
+        const severity = verdict.severity!;
+        family.hacks.push(severity);
+        this.hacks += 1;
+        const worst = family.worst;
+        const better =
+          !worst || rank(severity) > rank(worst.severity) || (rank(severity) === rank(worst.severity) && (result.reward ?? 0) > (worst.reward ?? 0));
+        if (better) family.worst = { order, severity, reward: result.reward, candidate, invariant: verdict.invariant };
+        this.findingsTotal += 1;
+        const bucket = this.findingsBySeverity.get(severity)!;
+        if (bucket.length < MAX_FINDINGS) bucket.push(findingOf(candidate, verdict, result));
+      }
+      this.remember(candidate, result, order);
+    });
+  }
+
+  /** Keep a bounded pool of scored attacks to pick replay probes from. */
+  private remember(candidate: Candidate, result: EvalResult, order: number): void {
+    if (candidate.alternate || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
+    if (candidate.completion.length > PROBE_MAX_CHARS) return;
+    const pool = this.probePool.get(candidate.family) ?? [];
+    const entry = {
+      kind: 'attack' as const,
+      row: candidate.row,
+      answer: candidate.answer,
+      completion: candidate.completion,
+      reward: result.reward,
+      attackId: candidate.attackId,
+      severity: candidate.severity,
+      order,
+      family: candidate.family,
+    };
+    pool.push(entry);
+    if (pool.length > PROBE_POOL_PER_FAMILY * 2) {
+      // Keep the most severe, earliest ones; the rest could never be picked first.
+      pool.sort((a, b) => rank(b.severity) - rank(a.severity) || a.order - b.order);
+      pool.length = PROBE_POOL_PER_FAMILY;
+    }
+    this.probePool.set(candidate.family, pool);
+  }
+
+  familyScores(): FamilyScore[] {
+    return [...this.families.entries()]
+      .map(([family, tally]) => scoreFamily({ family, attempts: tally.attempts, hackSeverities: tally.hacks }))
+      .filter((score) => score.attempts > 0 || score.hacks > 0);
+  }
+
+  familyRecords(meta: ReadonlyMap<string, { title: string; hardening: string }>): FamilyRecord[] {
+    return this.familyScores().map((score) => {
+      const worst = this.families.get(score.family)!.worst;
+      const info = meta.get(score.family) ?? { title: score.family, hardening: '' };
+      return {
+        family: score.family,
+        title: info.title,
+        attempts: score.attempts,
+        hacks: score.hacks,
+        rate: roundTo(score.rate, 4),
+        mean_severity: roundTo(score.meanSeverity, 4),
+        channel: roundTo(score.channel, 4),
+        severity: worst ? worst.severity : null,
+        hardening: info.hardening,
+        worst: worst
+          ? { attack_id: worst.candidate.attackId, completion: excerpt(worst.candidate.completion, 120), reward: worst.reward, invariant: worst.invariant }
+          : null,
+      };
+    });
+  }
+
+  findings(): { findings: FindingRecord[]; total: number } {
+    const ordered = [...SEVERITIES].reverse().flatMap((severity) => this.findingsBySeverity.get(severity)!);
+    return { findings: ordered.slice(0, MAX_FINDINGS), total: this.findingsTotal };
+  }
+
+  errorGroups(): { invariant: Invariant; count: number; examples: { attack_id: string; completion: string; error: string }[] }[] {
+    return [...this.errors.entries()].map(([invariant, entry]) => ({ invariant, ...entry }));
+  }
+
+  sideEffectGroups(): { kind: string; count: number; examples: string[] }[] {
+    return [...this.sideEffects.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([kind, entry]) => ({ kind, ...entry }));
+  }
+
+  /**
+   * The most severe attacks the verifier scored with a number, critical first
+   * and then in corpus order: one per family before any family repeats, each
+   * on a different audited row where the family has one, so a replay covers
+   * many kinds of payload and rows. Deterministic.
+   */
+  attackProbes(): GateProbe[] {
+    const order = [...this.probePool.values()].flat().sort((a, b) => rank(b.severity) - rank(a.severity) || a.order - b.order);
+    const rows = [...new Set(order.map((entry) => entry.row))].sort((a, b) => a - b);
+    const families = [...new Set(order.map((entry) => entry.family))];
+    const picked: typeof order = [];
+    const seen = new Set<string>();
+    families.forEach((family, index) => {
+      const members = order.filter((entry) => entry.family === family);
+      const pick = members.find((entry) => entry.row === rows[index % rows.length]) ?? members[0]!;
+      picked.push(pick);
+      seen.add(pick.attackId);
+    });
+    for (const entry of order) {
+      if (picked.length >= ATTACK_PROBES * 2) break;
+      if (seen.has(entry.attackId)) continue;
+      seen.add(entry.attackId);
+      picked.push(entry);
+    }
+    return picked
+      .map((entry, pickOrder) => ({ entry, pickOrder }))
+      .sort((a, b) => rank(b.entry.severity) - rank(a.entry.severity) || a.pickOrder - b.pickOrder)
+      .slice(0, ATTACK_PROBES)
+      .map(({ entry: { order: _order, family: _family, ...probe } }) => probe);
+  }
+}
+
+function findingOf(candidate: Candidate, verdict: Verdict, result: EvalResult): FindingRecord {
+  return {
+    attack_id: candidate.attackId,
+    family: candidate.family,
+    severity: verdict.severity!,
+    invariant: verdict.invariant!,
+    row: candidate.row,
+    answer: candidate.answer,
+    alternate_gold: candidate.alternate,
+    format: candidate.format,
+    position: candidate.position,
+    completion: excerpt(candidate.completion),
+    completion_length: candidate.completion.length,
+    reward: result.reward,
+    non_finite: result.nonFinite,
+  };
+}
