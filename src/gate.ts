@@ -305,19 +305,23 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         }
       }
       candidateCount += candidates.length;
-      // Progress is estimated from the chunks seen so far: rows are alike in size.
+      // Progress and the number of workers are estimated from the chunks seen so far: rows are alike in size.
       expectedTotal = Math.round((candidateCount / (start + chunk.length)) * plans.length);
+      await pool.reserve(expectedTotal - start);
       const rowByIndex = new Map(chunk.map((plan) => [plan.row.index, plan.row]));
-      const attackResults = await evaluate(
-        candidates.map((candidate) => {
-          const row = rowByIndex.get(candidate.row)!;
-          return { completion: candidate.completion, answer: candidate.answer, prompt: row.prompt, info: row.info };
-        }),
+      // Attacks and honest variants go out together: one round of batches, no idle worker between them.
+      const combined = await evaluate(
+        [
+          ...candidates.map((candidate) => {
+            const row = rowByIndex.get(candidate.row)!;
+            return { completion: candidate.completion, answer: candidate.answer, prompt: row.prompt, info: row.info };
+          }),
+          ...variants.map((variant) => ({ completion: variant.completion, answer: variant.row.answer, prompt: variant.row.prompt, info: variant.row.info })),
+        ],
         true,
       );
-      const variantResults = await evaluate(
-        variants.map((variant) => ({ completion: variant.completion, answer: variant.row.answer, prompt: variant.row.prompt, info: variant.row.info })),
-      );
+      const attackResults = combined.slice(0, candidates.length);
+      const variantResults = combined.slice(candidates.length);
 
       // 4. Judge this chunk and fold it into the tally.
       tally.addJudged(candidates, judge({ candidates, results: attackResults, levels: levelsOf }), attackResults);

@@ -124,20 +124,27 @@ function intendedBranch(branches: readonly (readonly Issue[])[]): readonly Issue
   return fitting.length === 1 ? fitting[0]! : null;
 }
 
+function isMissing(issue: Issue): boolean {
+  return issue.code === 'invalid_type' && /received undefined$/.test(issue.message);
+}
+
 function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[], prefix: string): string[] {
   return issues.flatMap((issue) => {
     const fullPath = [...base, ...issue.path];
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
       const branch = intendedBranch(issue.errors);
       if (branch) return describeIssueList(branch, fullPath, prefix);
+      if (issue.errors.every((issues) => issues.every((inner) => inner.path.length === 0 && isMissing(inner)))) {
+        const where = [prefix.replace(/\.$/, ''), ...fullPath.map(String)].filter(Boolean).join('.');
+        return [`${where || '(root)'}: missing; ${issue.message}`];
+      }
     }
     if (issue.code === 'unrecognized_keys') {
       const where = fullPath.length > 0 ? `${fullPath.join('.')}.` : prefix;
       return [issue.keys.map((key) => `${where}${key}: unknown key`).join('; ')];
     }
     const where = [prefix.replace(/\.$/, ''), ...fullPath.map(String)].filter(Boolean).join('.');
-    const missing = issue.code === 'invalid_type' && /received undefined$/.test(issue.message);
-    return [`${where || '(root)'}: ${missing ? `missing (expected ${issue.expected})` : issue.message}`];
+    return [`${where || '(root)'}: ${issue.code === 'invalid_type' && isMissing(issue) ? `missing (expected ${issue.expected})` : issue.message}`];
   });
 }
 

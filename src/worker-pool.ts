@@ -41,12 +41,15 @@ export const SKIPPED_RESULT: EvalResult = {
   ms: 0,
 };
 
+const BATCH_TARGET_MS = 40;
+
 /** Below this many requests a second worker costs more (a Python start and an import) than it saves. */
 const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
 
 export class WorkerPool {
   private readonly sessions: VerifierSession[];
   private closed = false;
+  private meanCallMs: number | undefined;
 
   private constructor(
     private readonly options: PoolOptions,
@@ -67,8 +70,12 @@ export class WorkerPool {
     return this.sessions.length;
   }
 
-  private async grow(requestCount: number): Promise<void> {
-    const wanted = Math.min(this.options.workers, Math.max(1, Math.floor(requestCount / MIN_REQUESTS_PER_EXTRA_WORKER)));
+  /**
+   * Start enough workers for the work ahead. Callers that know the audit's
+   * total size say so once, so that even small batches use every worker.
+   */
+  async reserve(expectedRequests: number): Promise<void> {
+    const wanted = Math.min(this.options.workers, Math.max(1, Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER)));
     if (wanted <= this.sessions.length) return;
     const opened = await Promise.allSettled(
       Array.from({ length: wanted - this.sessions.length }, () => openVerifierSession(this.options)),
@@ -82,9 +89,15 @@ export class WorkerPool {
 
   async evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
     if (this.closed) throw new Error('worker pool is closed');
-    await this.grow(requests.length);
+    await this.reserve(requests.length);
+    // Batches sized to take about BATCH_TARGET_MS each: large enough that the
+    // round trip per batch is noise for a fast verifier, small enough that no
+    // worker sits idle long while another finishes the last batch of a slow one.
+    const perCall = this.meanCallMs ?? 1;
     const batchSize =
-      options.batchSize ?? this.options.batchSize ?? Math.max(16, Math.min(2048, Math.ceil(requests.length / (this.sessions.length * 4))));
+      options.batchSize ??
+      this.options.batchSize ??
+      Math.max(4, Math.min(512, Math.ceil(requests.length / this.sessions.length), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
     const results: EvalResult[] = new Array(requests.length);
     let next = 0;
     let done = 0;
@@ -94,6 +107,7 @@ export class WorkerPool {
         const start = next;
         next = Math.min(requests.length, next + batchSize);
         const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false });
+        this.observe(batch);
         batch.forEach((result, offset) => {
           results[start + offset] = result;
         });
@@ -105,6 +119,20 @@ export class WorkerPool {
     await Promise.all(this.sessions.map(work));
     for (let index = 0; index < results.length; index++) results[index] ??= SKIPPED_RESULT;
     return results;
+  }
+
+  /** Running mean of the time one call takes, from the results' own timings. */
+  private observe(batch: readonly EvalResult[]): void {
+    let total = 0;
+    let count = 0;
+    for (const result of batch) {
+      if (result.status !== 'ok') continue;
+      total += result.ms;
+      count += 1;
+    }
+    if (count === 0) return;
+    const mean = total / count;
+    this.meanCallMs = this.meanCallMs === undefined ? mean : 0.7 * this.meanCallMs + 0.3 * mean;
   }
 
   async close(): Promise<void> {
