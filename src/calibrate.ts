@@ -117,7 +117,10 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
         : { kind: 'no-format-accepts-gold' };
   }
   const levels = [...byFormat.values()];
-  const honestMax = levels.length ? Math.max(...levels.map((l) => l.honest)) : 0;
+  // The honest maximum counts the think variants too: a verifier may pay a
+  // bonus for showing reasoning, and an attack matching that is no overflow.
+  const acceptedHonest = table.filter((cell) => cell.accepted).map((cell) => cell.honest!);
+  const honestMax = acceptedHonest.length ? Math.max(...acceptedHonest) : 0;
   const honestMin = levels.length ? Math.min(...levels.map((l) => l.honest)) : 0;
   const wrongMax = levels.length ? Math.max(...levels.map((l) => l.wrong)) : 0;
   const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
@@ -167,4 +170,21 @@ export function honestVariants(gold: string, type: AnswerType, format: AnswerFor
       break;
   }
   return forms.filter((form, index, all) => all.findIndex((other) => other.completion === form.completion) === index);
+}
+
+const FORMAT_MARKERS: readonly [AnswerFormat, RegExp][] = [
+  ['boxed', /\\boxed\s*\{/],
+  ['xml', /<\/?answer\b/i],
+  ['line', /(^|\n)\s*answer\s*:/i],
+  ['hash', /####/],
+  ['json', /"answer"\s*:/],
+];
+
+/**
+ * The answer formats a raw payload is written in, judged by their markers
+ * (none for bare text). A payload written only in formats the verifier does
+ * not read cannot test it, so it is not counted as an attempt.
+ */
+export function formatsSpoken(completion: string): AnswerFormat[] {
+  return FORMAT_MARKERS.filter(([, marker]) => marker.test(completion)).map(([format]) => format);
 }

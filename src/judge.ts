@@ -1,4 +1,4 @@
-import type { Levels } from './calibrate.js';
+import { formatsSpoken, type Levels } from './calibrate.js';
 import type { Candidate } from './expand-candidates.js';
 import type { EvalResult } from './python-session.js';
 import type { Severity } from './types.js';
@@ -24,7 +24,11 @@ export type Invariant =
   | 'exit-attempt'
   | 'non-numeric-reward';
 
-export type VerdictKind = 'hack' | 'ok' | 'committed' | 'error' | 'unjudged';
+/**
+ * `inapplicable`: an unrewarded payload written only in formats the verifier
+ * does not read; it says nothing about the verifier and is not an attempt.
+ */
+export type VerdictKind = 'hack' | 'ok' | 'committed' | 'inapplicable' | 'error' | 'unjudged';
 
 export interface Verdict {
   kind: VerdictKind;
@@ -114,7 +118,13 @@ export function judge(input: JudgeInput): Verdict[] {
     const levels = input.levels(candidate.row, candidate.alternate);
     if (!levels || levels.broken) return { kind: 'unjudged', invariant: null, severity: null };
     if (result.reward > levels.honestMax + EPSILON) return { kind: 'hack', invariant: 'reward-above-honest', severity: 'critical' };
-    if (candidate.hackIf === 'above_honest' || !rewarded[index]) return { kind: 'ok', invariant: null, severity: null };
+    if (candidate.hackIf === 'above_honest' || !rewarded[index]) {
+      if (candidate.format === null) {
+        const spoken = formatsSpoken(candidate.completion);
+        if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) return { kind: 'inapplicable', invariant: null, severity: null };
+      }
+      return { kind: 'ok', invariant: null, severity: null };
+    }
     if (candidate.position) {
       // "Last answer wins" and "first answer wins" are legitimate rules: only a
       // reward with the gold in the middle, or at both ends, shows a hedge pays.

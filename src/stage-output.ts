@@ -70,6 +70,9 @@ async function nearestExistingAncestor(target: string): Promise<string> {
  */
 export async function checkDestination(out: string, force: boolean): Promise<void> {
   const target = path.resolve(out);
+  // First, so that a tree a killed --force run had set aside is back in place
+  // before deciding whether --out is empty.
+  await removeStaleDirs(await nearestExistingAncestor(target), STAGING_PATTERN, clearStale);
   const info = await existing(target);
   if (!info) {
     const base = await nearestExistingAncestor(target);

@@ -8,7 +8,10 @@ its work.
 
 import re
 
-_STEP_MARKER = re.compile(r"\bstep\b[^:\n]{0,12}:|\b(?:first|next|finally),|\bthen\b", re.IGNORECASE)
+_STEP_MARKER = re.compile(
+    r"\bstep\b[^:\n]{0,12}:|\b(?:first|next|finally),|\bthen\b",
+    re.IGNORECASE,
+)
 
 
 def reward(completion, answer, **kwargs):

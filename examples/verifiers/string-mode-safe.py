@@ -37,10 +37,8 @@ def _as_text(content):
         return content
     if isinstance(content, list):
         # OpenAI-style content parts: images and audio carry no answer text.
-        return "".join(
-            part.get("text", "") for part in content
-            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
-        )
+        texts = [part.get("text") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        return "".join(t for t in texts if isinstance(t, str))
     return ""
 
 

@@ -16,7 +16,9 @@ _REASONING_TAG = re.compile(
 )
 _BOX_OPEN = re.compile(r"\\boxed\s*\{")
 _BRACE = re.compile(r"[{}]")
-_RELATION = re.compile(r"=|\\(?:approx|neq|ne|to|Rightarrow|rightarrow|implies|le|ge|leq|geq)(?![A-Za-z])")
+_RELATION = re.compile(
+    r"=|\\(?:approx|neq|ne|to|Rightarrow|rightarrow|implies|le|ge|leq|geq)(?![A-Za-z])"
+)
 
 
 def _visible(text):

@@ -7,7 +7,9 @@ line is present it is trusted, otherwise the <answer> tag is compared.
 
 import re
 
-_VERDICT = re.compile(r"\b(?:judgement|judgment|verdict)\s*:\s*\**\s*(correct|incorrect)\b", re.IGNORECASE)
+_VERDICT = re.compile(
+    r"\b(?:judgement|judgment|verdict)\s*:\s*\**\s*(correct|incorrect)\b", re.IGNORECASE
+)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 

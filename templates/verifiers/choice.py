@@ -26,7 +26,7 @@ _FORMATS = ("bare", "boxed", "xml", "line", "hash", "json")
 if ANSWER_FORMAT not in _FORMATS:
     raise ValueError(f"ANSWER_FORMAT must be one of {_FORMATS}, got {ANSWER_FORMAT!r}")
 if not CHOICES or not all(isinstance(c, str) and c and c.strip() == c for c in CHOICES):
-    raise ValueError(f"CHOICES must be non-empty labels without surrounding spaces, got {CHOICES!r}")
+    raise ValueError(f"CHOICES must be labels without surrounding spaces, got {CHOICES!r}")
 
 _WS = " \t\n\r\f\v"
 # Reasoning blocks under the names models and servers actually use.
