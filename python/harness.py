@@ -85,6 +85,7 @@ _getpgrp = os.getpgrp
 _killpg = os.killpg
 _kill = os.kill
 _waitpid = os.waitpid
+_WNOHANG = os.WNOHANG
 _open = open
 _encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 _decode_text = json.JSONDecoder().decode
@@ -696,7 +697,7 @@ def _reap_children():
     started by the verifier out of the audit hook's sight (from C, through
     ctypes...). None may outlive the call that started it."""
     try:
-        pid, _status = _waitpid(-1, os.WNOHANG)
+        pid, _status = _waitpid(-1, _WNOHANG)
     except OSError:
         # ChildProcessError: no children at all, the usual case, one syscall.
         return
@@ -709,12 +710,12 @@ def _reap_children():
                 pass
     while True:
         try:
-            pid, _status = _waitpid(-1, os.WNOHANG)
+            pid, _status = _waitpid(-1, _WNOHANG)
         except OSError:
             break
         if pid == 0:
             break
-    _record("subprocess_started", "a child process was started out of the audit hook's sight; it was killed")
+    _record("subprocess_started", "a child process was started out of the audit hook's sight (killed if still running)")
 
 
 def _housekeeping():

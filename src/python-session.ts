@@ -572,7 +572,7 @@ function normaliseOptions(options: SessionOptions): NormalisedOptions {
     try {
       statSync(path.resolve(entry));
     } catch {
-      throw new GatekeptError('BAD_ARGUMENT', `import directory ${entry} does not exist`, {
+      throw new GatekeptError('BAD_ARGUMENT', `import path ${entry} does not exist`, {
         suggestion: 'check the --pythonpath directories',
       });
     }

@@ -1,0 +1,226 @@
+/**
+ * Misbehaving verifiers, driven through the real CLI. Whatever a verifier
+ * does, gatekept must end in a REJECT or a documented error, within the
+ * configured timeouts plus a margin, with no process left behind and with no
+ * credential from the caller's environment visible to the verifier.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { killAll, leftoverProcesses, processesMarkedBy } from './support/processes.js';
+
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
+const FIXTURES = path.join('test', 'fixtures', 'faulty');
+const CALL_MS = 500;
+const IMPORT_MS = 1000;
+// A hanging verifier may cost one call timeout per phase and a few worker
+// starts; a dozen 500 ms timeouts on top of that would not fit.
+const TIMEOUT_BUDGET_S = 8;
+// Everything else finishes in a few seconds even on a loaded two-core machine.
+const BUDGET_S = 20;
+
+let scratch: string;
+let policyFile: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-faults-'));
+  policyFile = path.join(scratch, 'policy.toml');
+  await writeFile(
+    policyFile,
+    `[timeouts]\ncall_ms = ${CALL_MS}\nimport_ms = ${IMPORT_MS}\ntotal_s = 120\n\n[limits]\nmemory_mb = 128\n`,
+  );
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+interface GateRun {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  seconds: number;
+  /** The run's own TMPDIR: the worker's working directory lives in it. */
+  tmp: string;
+  canary: string;
+}
+
+/** `gatekept gate` on one fixture, with credentials planted in the environment it inherits. */
+async function gateFixture(fixture: string, extra: readonly string[] = []): Promise<GateRun> {
+  const tmp = await mkdtemp(path.join(scratch, 'run-'));
+  const canary = `canary-${randomUUID()}`;
+  const started = performance.now();
+  const run = await execa(
+    process.execPath,
+    [BIN, 'gate', '--reward', `${FIXTURES}/${fixture}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policyFile, ...extra],
+    {
+      cwd: PACKAGE_ROOT,
+      reject: false,
+      stdin: 'ignore',
+      env: { TMPDIR: tmp, FORCE_COLOR: '0', AWS_SECRET_ACCESS_KEY: canary, OPENAI_API_KEY: canary, GATEKEPT_CANARY: canary },
+    },
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, seconds, tmp, canary };
+}
+
+/** What holds for every faulty verifier, whatever it did. */
+async function expectContained(run: GateRun, budgetSeconds: number): Promise<void> {
+  const leftovers = await leftoverProcesses(run.tmp);
+  killAll(leftovers);
+  expect(leftovers, 'processes left behind').toEqual([]);
+  expect(run.seconds).toBeLessThan(budgetSeconds);
+  expect(run.stdout).not.toContain(run.canary);
+  expect(run.stderr).not.toContain(run.canary);
+  // The run's working directories are gone with it.
+  expect((await readdir(run.tmp)).filter((name) => name.startsWith('gatekept-'))).toEqual([]);
+}
+
+describe('a well-behaved control', () => {
+  it('the strict scoring every fixture shares passes under the same policy', async () => {
+    const run = await gateFixture('../well-behaved');
+    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.exitCode).toBe(0);
+    await expectContained(run, BUDGET_S);
+  });
+});
+
+describe('misbehaving verifiers are rejected (exit 1)', () => {
+  it.each([
+    // hangs
+    ['loop-forever', /broken verifier: it timed out on a valid answer .*within 500 ms/, TIMEOUT_BUDGET_S],
+    ['loop-signals-blocked', /broken verifier: it timed out on a valid answer .*within 500 ms/, TIMEOUT_BUDGET_S],
+    ['backtrack', /unauditable: the verifier timed-out on 1 attack candidate/, TIMEOUT_BUDGET_S],
+    ['hang-on-attacks', /unauditable: the verifier timed-out on 1 attack candidate/, TIMEOUT_BUDGET_S],
+    // resources and processes
+    ['memory-hog', /broken verifier: it raised on a valid answer .*MemoryError/, BUDGET_S],
+    ['popen-child', /side effects: subprocess_blocked .*subprocess\.Popen/, BUDGET_S],
+    ['fork-child', /side effects: subprocess_blocked .*os\.fork/, BUDGET_S],
+    ['multiprocessing-child', /side effects: subprocess_blocked .*_posixsubprocess\.fork_exec/, BUDGET_S],
+    ['ctypes-fork', /side effects: subprocess_started .*out of the audit hook's sight \(killed if still running\)/, BUDGET_S],
+    // ending the process
+    ['sys-exit', /side effects: exit_attempt .*sys\.exit\(0\)/, BUDGET_S],
+    ['os-exit', /side effects: exit_attempt .*os\._exit\(0\)/, BUDGET_S],
+    ['self-kill', /side effects: kill_blocked .*os\.kill to itself \(signal 9\)/, BUDGET_S],
+    ['crash-on-attacks', /unauditable: the verifier crashed on 1 attack candidate/, BUDGET_S],
+    // side effects
+    ['env-change', /side effects: env_changed .*GATEKEPT_FAULT_ENV/, BUDGET_S],
+    // what it returns
+    ['returns-nan', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
+    ['returns-inf', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
+    ['returns-huge', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
+    ['returns-none', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
+    ['returns-string', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
+    ['returns-list', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
+    ['raises-on-some', /unauditable: the verifier raised on \d+ attack candidates/, BUDGET_S],
+  ] as const)('%s', async (fixture, reason, budget) => {
+    const run = await gateFixture(fixture);
+    expect(run.stdout).toMatch(/^decision: REJECT$/m);
+    expect(run.stdout).toMatch(reason);
+    expect(run.exitCode).toBe(1);
+    await expectContained(run, budget);
+  });
+
+  it('loud: megabytes of output and forged replies neither reach the terminal nor the protocol', async () => {
+    const run = await gateFixture('loud', ['--json']);
+    expect(run.exitCode).toBe(1);
+    const record = JSON.parse(run.stdout);
+    expect(record.decision).toBe('REJECT');
+    expect(record.hackability).toBeGreaterThanOrEqual(15);
+    expect(run.stdout.length + run.stderr.length).toBeLessThan(2_000_000);
+    expect(run.stdout).not.toMatch(/x{1000}|y{1000}|z{1000}/);
+    await expectContained(run, BUDGET_S);
+  });
+
+  it('write-outside: nothing is written beside the working directory or beside the verifier', async () => {
+    const run = await gateFixture('write-outside');
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toMatch(/side effects: file_write_blocked .*open for writing: .*gatekept-escaped\.txt/);
+    expect(existsSync(path.join(run.tmp, 'gatekept-escaped.txt'))).toBe(false);
+    expect(existsSync(path.join(PACKAGE_ROOT, FIXTURES, 'gatekept-escaped.txt'))).toBe(false);
+    await expectContained(run, BUDGET_S);
+  });
+
+  it('network: the connection is refused before it leaves the process', async () => {
+    let connections = 0;
+    const server = net.createServer((socket) => {
+      connections += 1;
+      socket.destroy();
+    });
+    const listening = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(47613, '127.0.0.1', () => resolve(true));
+    });
+    try {
+      const run = await gateFixture('network');
+      expect(run.exitCode).toBe(1);
+      expect(run.stdout).toMatch(/side effects: network_blocked .*socket\.connect: \('127\.0\.0\.1', 47613\)/);
+      // Only meaningful when this test owns the port.
+      if (listening) expect(connections).toBe(0);
+      await expectContained(run, BUDGET_S);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('credentials: neither its own environment nor any other process shows the caller\'s secrets', async () => {
+    const run = await gateFixture('credentials', ['--json']);
+    expect(run.exitCode).toBe(1);
+    const record = JSON.parse(run.stdout);
+    // The verifier raises with everything it found; it found nothing.
+    expect(record.reasons[0].message).toMatch(/RuntimeError: found: nothing/);
+    expect(record.side_effects).toContainEqual(
+      expect.objectContaining({ kind: 'file_read_blocked', examples: expect.arrayContaining(["read of its parent's environment (/proc/<pid>/environ)"]) }),
+    );
+    expect(JSON.stringify(record)).not.toMatch(/canary-/);
+    await expectContained(run, BUDGET_S);
+  });
+});
+
+describe('verifiers that cannot be loaded are bad input (exit 2)', () => {
+  it.each([
+    ['missing-import', /error \[VERIFIER_IMPORT_FAILED\]: importing the verifier .*missing-import\.py:reward failed\n {2}- ModuleNotFoundError: No module named 'gatekept_fixture_no_such_package'/, /fix: install the missing package/],
+    ['syntax-error', /error \[VERIFIER_IMPORT_FAILED\]: the verifier .*syntax-error\.py:reward has a syntax error\n {2}- SyntaxError: expected ':' \(syntax-error\.py, line 4\)/, /syntax-error\.py/],
+    ['slow-import', /error \[VERIFIER_IMPORT_TIMEOUT\]: importing the verifier .*slow-import\.py:reward took longer than 1000 ms/, /fix: raise timeouts\.import_ms/],
+  ] as const)('%s', async (fixture, message, advice) => {
+    const run = await gateFixture(fixture);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr).toMatch(advice);
+    expect(run.exitCode).toBe(2);
+    expect(run.stdout).toBe('');
+    await expectContained(run, TIMEOUT_BUDGET_S);
+  });
+});
+
+describe('gatekept killed while a verifier call is running', () => {
+  it.each(['loop-forever', 'loop-signals-blocked'])('%s: the worker dies with gatekept, long before its call timeout', async (fixture) => {
+    const tmp = await mkdtemp(path.join(scratch, 'killed-'));
+    const policy = path.join(tmp, 'policy.toml');
+    // A call timeout far beyond the test: only gatekept's death can end the call.
+    await writeFile(policy, '[timeouts]\ncall_ms = 600000\n');
+    const child = execa(
+      process.execPath,
+      [BIN, 'gate', '--reward', `${FIXTURES}/${fixture}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy],
+      { cwd: PACKAGE_ROOT, reject: false, stdin: 'ignore', env: { TMPDIR: tmp } },
+    );
+    // Starting Python costs a tenth of a second of CPU; a worker past half a
+    // second and still spinning is inside the endless call.
+    const inCall = async (): Promise<boolean> => (await processesMarkedBy(tmp)).some((worker) => worker.state === 'R' && worker.cpuTicks >= 50);
+    const deadline = Date.now() + 20_000;
+    while (!(await inCall()) && Date.now() < deadline) await sleep(50);
+    expect(await inCall()).toBe(true);
+    child.kill('SIGKILL');
+    await child;
+    const leftovers = await leftoverProcesses(tmp);
+    killAll(leftovers);
+    expect(leftovers).toEqual([]);
+  });
+});
