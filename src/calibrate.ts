@@ -54,6 +54,9 @@ export interface Levels {
 
 export type BrokenReason =
   | { kind: 'gold-failed'; status: string; detail: string; completion: string }
+  | { kind: 'wrong-failed'; status: string; detail: string; completion: string }
+  | { kind: 'non-finite-on-gold'; value: string; completion: string }
+  | { kind: 'not-calibrated' }
   | { kind: 'non-numeric'; rewardType: string; completion: string }
   | { kind: 'no-format-accepts-gold' }
   | { kind: 'not-discriminating'; honest: number; wrong: number };
@@ -75,8 +78,11 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
     const cell = cells.get(key) ?? { honest: null, wrong: null };
     cells.set(key, cell);
     if (result.status !== 'ok') {
-      if (probe.kind === 'honest' && !broken && result.status !== 'skipped') {
-        broken = { kind: 'gold-failed', status: result.status, detail: failureDetail(result), completion: probe.completion };
+      // Any failure on a calibration probe makes the verifier unauditable,
+      // on the gold or on a plainly wrong answer in a valid format alike.
+      if (!broken && result.status !== 'skipped') {
+        const failure = { status: result.status, detail: failureDetail(result), completion: probe.completion };
+        broken = probe.kind === 'honest' ? { kind: 'gold-failed', ...failure } : { kind: 'wrong-failed', ...failure };
       }
       return;
     }
@@ -84,10 +90,15 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
       if (probe.kind === 'honest' && !broken) broken = { kind: 'non-numeric', rewardType: result.rewardType, completion: probe.completion };
       return;
     }
+    if (result.nonFinite !== null && probe.kind === 'honest' && !broken) {
+      broken = { kind: 'non-finite-on-gold', value: result.nonFinite, completion: probe.completion };
+    }
     const value = result.nonFinite ? Number.NaN : result.reward!;
     cell[probe.kind] = value;
   });
 
+  // Probes never sent (the audit stopped at a timeout elsewhere) leave this gold uncalibrated.
+  if (!broken && results.some((result) => result.status === 'skipped')) broken = { kind: 'not-calibrated' };
   const table: FormatLevels[] = [];
   const byFormat = new Map<AnswerFormat, { honest: number; wrong: number }>();
   let bestGap: { honest: number; wrong: number } | null = null;

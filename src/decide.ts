@@ -10,6 +10,9 @@ import type { HackRate } from './score.js';
 
 export type ReasonCode =
   | 'BROKEN_ON_GOLD'
+  | 'BROKEN_ON_WRONG_ANSWER'
+  | 'NON_FINITE_ON_GOLD'
+  | 'NOT_CALIBRATED'
   | 'NON_NUMERIC_ON_GOLD'
   | 'NO_FORMAT_ACCEPTS_GOLD'
   | 'NOT_DISCRIMINATING'
@@ -48,6 +51,21 @@ function describeBroken(row: number, answer: string, reason: BrokenReason): Reas
       return {
         code: 'BROKEN_ON_GOLD',
         message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}`,
+      };
+    case 'wrong-failed':
+      return {
+        code: 'BROKEN_ON_WRONG_ANSWER',
+        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion`,
+      };
+    case 'non-finite-on-gold':
+      return {
+        code: 'NON_FINITE_ON_GOLD',
+        message: `broken verifier: it returned ${reason.value}, not a finite number, for a valid answer ${where}`,
+      };
+    case 'not-calibrated':
+      return {
+        code: 'NOT_CALIBRATED',
+        message: `not audited ${where}: the audit stopped at the first timeout or crash before this row was calibrated`,
       };
     case 'non-numeric':
       return {

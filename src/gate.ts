@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { alternateGold, DEFAULT_CHOICES, detectAnswerType, makeRng, wrongValues } from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isNumeric, makeRng, wrongValues } from './answer-values.js';
 import { AUDIT_SCHEMA, calibrationRows, excerpt, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './audit-record.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
 import { decide } from './decide.js';
@@ -103,6 +103,17 @@ async function resolveRows(options: GateOptions, policy: GatePolicy, cwd: string
 function resolveAnswerType(rows: readonly DatasetRow[], requested: AnswerType | 'auto', choices: readonly string[] | undefined): AnswerType {
   if (requested !== 'auto') {
     if (!ANSWER_TYPES.includes(requested)) throw new GatekeptError('BAD_ARGUMENT', `unknown answer type ${requested}`);
+    // An explicit type must fit every gold, or the wrong values and attacks built from it would be nonsense.
+    const misfit = rows.find(
+      (row) =>
+        (requested === 'numeric' && !isNumeric(row.answer)) ||
+        (requested === 'boolean' && detectAnswerType(row.answer, undefined) !== 'boolean'),
+    );
+    if (misfit) {
+      throw new GatekeptError('BAD_ARGUMENT', `gold ${JSON.stringify(misfit.answer)}${misfit.index > 0 ? ` (row ${misfit.index + 1})` : ''} is not a ${requested} answer`, {
+        suggestion: requested === 'numeric' ? 'give a number such as 42 or -3.5, or use --answer-type string' : 'give true/false (or yes/no), or use --answer-type string',
+      });
+    }
     return requested;
   }
   const types = new Set(rows.map((row) => detectAnswerType(row.answer, choices)));

@@ -8,7 +8,7 @@ import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
 import { renderOpenEnvPackage } from './emit-openenv-package.js';
 import { renderVerifiersPackage } from './emit-verifiers-package.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
-import { EXIT, type ExitCode } from './errors.js';
+import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from './errors.js';
 import { formatSummary } from './format-report.js';
 import { gate, type GateProbe } from './gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './load-seed.js';
@@ -110,6 +110,28 @@ export interface GatekeepResult {
 
 export const AUDIT_FILE_NAME = 'gatekept_audit.json';
 
+/**
+ * The gate sees the verifier at its staging path; a user wrote it in the
+ * seed. Verifier errors are re-worded to name the seed's fields instead.
+ */
+async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!isGatekeptError(error) || !error.code.startsWith('VERIFIER_')) throw error;
+    const where =
+      seed.verifier === 'builtin'
+        ? `the built-in ${seed.task} verifier`
+        : `verifier.file ${seed.verifier.file} (verifier.function ${seed.verifier.function})`;
+    const message = error.message.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME);
+    throw new GatekeptError(error.code, `${where}: ${message}`, {
+      details: error.details.map((line) => line.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME)),
+      suggestion: seed.verifier === 'builtin' ? (error.suggestion ?? '') : 'fix verifier.file / verifier.function in the seed, or the verifier itself',
+      cause: error,
+    });
+  }
+}
+
 /** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
 async function unrewardedGoldRows(
   rows: readonly TaskRow[],
@@ -143,7 +165,7 @@ async function unrewardedGoldRows(
     workers: workers ?? 2,
   });
   try {
-    const results = await pool.evaluate(requests);
+    const results = await pool.evaluate(requests, { stopOnTimeout: true });
     const unrewarded: number[] = [];
     for (let index = 0; index < rows.length; index++) {
       const gold = results[2 * index]!;
@@ -189,20 +211,26 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     const verifierFile = path.join(workDir, VERIFIER_FILE_NAME);
     await writeFile(verifierFile, verifier.source);
 
-    const result = await gate({
-      reward: `${verifierFile}:${verifier.functionName}`,
-      dataset: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
-      answerType: ANSWER_TYPE_OF_TASK[seed.task],
-      ...(seed.task === 'choice' ? { choices: choicesOf(seed) } : {}),
-      format: 'auto',
-      policy,
-      python,
-      cwd,
-      completionFormat: verifier.completionFormat,
-      ...(options.workers !== undefined ? { workers: options.workers } : {}),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    const unrewarded = await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers);
+    const result = await gateNamingSeed(seed, () =>
+      gate({
+        reward: `${verifierFile}:${verifier.functionName}`,
+        dataset: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
+        answerType: ANSWER_TYPE_OF_TASK[seed.task],
+        ...(seed.task === 'choice' ? { choices: choicesOf(seed) } : {}),
+        format: 'auto',
+        policy,
+        python,
+        cwd,
+        completionFormat: verifier.completionFormat,
+        ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      }),
+    );
+    // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
+    const unrewarded =
+      result.decision === 'PASS'
+        ? await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
+        : [];
     const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
 
     const reasons = [...result.record.reasons];

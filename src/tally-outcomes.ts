@@ -56,10 +56,13 @@ export class OutcomeTally {
   addSideEffects(results: readonly EvalResult[]): void {
     for (const result of results) {
       if (result.status === 'timeout') this.timedOut = true;
+      const counted = new Set<string>();
       for (const effect of result.sideEffects) {
         if (effect.kind === 'output') continue;
         const entry = this.sideEffects.get(effect.kind) ?? { count: 0, examples: [] };
-        entry.count += 1;
+        // Counted once per call, however many times the call did it.
+        if (!counted.has(effect.kind)) entry.count += 1;
+        counted.add(effect.kind);
         const example = excerpt(effect.detail, 120);
         if (entry.examples.length < 3 && !entry.examples.includes(example)) entry.examples.push(example);
         this.sideEffects.set(effect.kind, entry);
