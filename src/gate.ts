@@ -5,6 +5,7 @@ import path from 'node:path';
 import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isNumeric, makeRng, wrongValues } from './answer-values.js';
 import { AUDIT_SCHEMA, calibrationRows, excerpt, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './audit-record.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
+import { collectGarbageIfGrown } from './collect-garbage.js';
 import { decide } from './decide.js';
 import { GatekeptError, EXIT, type ExitCode } from './errors.js';
 import { expandCandidates, type Candidate, type GoldContext } from './expand-candidates.js';
@@ -352,6 +353,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         });
       });
       rowsAudited += chunk.length;
+      if (start + ROWS_PER_CHUNK < plans.length) collectGarbageIfGrown();
     }
     // Shutting the workers down overlaps with scoring and the record.
     const closing = pool.close();
