@@ -170,15 +170,8 @@ interface VariantRecord {
   rewarded: boolean;
 }
 
-export async function gate(options: GateOptions): Promise<GateResult> {
-  const started = performance.now();
-  const cwd = path.resolve(options.cwd ?? process.cwd());
-  const basePolicy = options.policy ?? DEFAULT_POLICY;
-  const policy: GatePolicy = options.seed === undefined ? basePolicy : { ...basePolicy, seed: options.seed };
-  const target = parseVerifierSpec(options.reward, cwd);
-  const corpus = await loadCorpus();
-
-  // 1. Inputs: rows, answer type, choices, one plan per gold.
+/** 1. Inputs: rows, answer type, choices, one plan per gold. */
+async function planAudit(options: GateOptions, policy: GatePolicy, cwd: string) {
   const { rows, total: rowsTotal } = await resolveRows(options, policy, cwd);
   const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
   const answerType = resolveAnswerType(rows, options.answerType ?? 'auto', options.choices);
@@ -191,10 +184,18 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     }
   }
   const plans = rows.map((row) => planGold(row, answerType, choices, policy.seed));
-  const format = options.format ?? 'auto';
-  const completionFormat = options.completionFormat ?? 'messages';
+  return { rows, rowsTotal, choices, answerType, plans };
+}
 
-  const pool = await WorkerPool.open({
+export async function gate(options: GateOptions): Promise<GateResult> {
+  const started = performance.now();
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const basePolicy = options.policy ?? DEFAULT_POLICY;
+  const policy: GatePolicy = options.seed === undefined ? basePolicy : { ...basePolicy, seed: options.seed };
+  const target = parseVerifierSpec(options.reward, cwd);
+  const completionFormat = options.completionFormat ?? 'messages';
+  // Python starts (and imports the verifier) while the inputs are read and planned.
+  const poolOpening = WorkerPool.open({
     python: options.python ?? 'python3',
     target,
     pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
@@ -204,6 +205,22 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     memoryMb: policy.limits.memoryMb,
     workers: Math.max(1, options.workers ?? availableParallelism()),
   });
+  // Until it is awaited, a failure to open is held here instead of being unhandled.
+  poolOpening.catch(() => undefined);
+  let corpus: Awaited<ReturnType<typeof loadCorpus>>;
+  let planned: Awaited<ReturnType<typeof planAudit>>;
+  try {
+    corpus = await loadCorpus();
+    planned = await planAudit(options, policy, cwd);
+  } catch (error) {
+    void poolOpening.then((opened) => opened.close(), () => undefined);
+    throw error;
+  }
+  const { rowsTotal, choices, answerType, plans } = planned;
+
+  const format = options.format ?? 'auto';
+
+  const pool = await poolOpening;
   let deadline: NodeJS.Timeout | undefined;
   try {
     const overall = new Promise<never>((_, reject) => {
