@@ -104,12 +104,10 @@ def reward(completion, answer, **kwargs):
         while True:
             pass
     if what == "stubborn":
+        # Blocking the timer signals leaves only the kill path to end it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGPROF, signal.SIGVTALRM})
         while True:
-            try:
-                while True:
-                    pass
-            except BaseException:
-                pass
+            pass
     if what == "regex":
         return 1.0 if re.match(r"(a+)+$", "a" * 40 + "b") else 0.0
     if what == "os_exit":
