@@ -11,6 +11,7 @@ import { AUDIT_FILE_NAME } from './pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from './environment-spec.js';
 import { EXIT, GatekeptError, type ExitCode } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { removeStaleDirs } from './stale-dirs.js';
 import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from './types.js';
 
 /**
@@ -55,6 +56,9 @@ export interface SmokeEpisode {
   problems: string[];
 }
 
+
+/** `gatekept-smoke-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
+const SMOKE_WORKDIR_PATTERN = /^gatekept-smoke-(\d+)-[A-Za-z0-9]{6}$/;
 /** Serialisable as is: `--json` prints it. */
 export interface SmokeReport {
   target: SmokeTarget;
@@ -872,7 +876,9 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
     });
   }
 
-  const workdir = await mkdtemp(path.join(tmpdir(), 'gatekept-smoke-'));
+  // Named after this process, so a later run can sweep what a killed run left.
+  await removeStaleDirs(tmpdir(), SMOKE_WORKDIR_PATTERN);
+  const workdir = await mkdtemp(path.join(tmpdir(), `gatekept-smoke-${process.pid}-`));
   liveDirs.add(workdir);
   installExitHook();
   const guard = guardSignals();
