@@ -6,7 +6,7 @@
  * cannot interrupt itself and crashes are handled here by killing its process
  * group and starting a fresh worker.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,6 +16,7 @@ import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
 import { GatekeptError } from './errors.js';
 import { HARNESS_PATH } from './paths.js';
+import { spawnPython } from './spawn-python.js';
 import { removeStaleDirs } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from './types.js';
 
@@ -312,10 +313,6 @@ function installExitHook(): void {
   });
 }
 
-function isErrnoException(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && 'code' in error;
-}
-
 class Worker {
   readonly stdout: TailBuffer;
   readonly stderr: TailBuffer;
@@ -384,28 +381,12 @@ class Worker {
     // node:child_process rather than execa: execa guesses a direction for
     // extra fds and treats 'pipe' on fd 3 as an output, but fd 3 is our
     // request channel into the worker.
-    const child = spawn(python, ['-B', '-X', 'utf8', HARNESS_PATH], {
+    const child = await spawnPython(python, [HARNESS_PATH], {
       cwd: workdir,
       env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
-      detached: true,
-      windowsHide: true,
+      minimumVersion: '3.10',
     });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', reject);
-      });
-    } catch (error) {
-      const code = isErrnoException(error) ? error.code : undefined;
-      if (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR' || code === 'EISDIR') {
-        throw new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${python}' (${code})`, {
-          suggestion: 'install Python 3.10 or newer, or pass its path with --python',
-          cause: error,
-        });
-      }
-      throw new GatekeptError('HARNESS_FAILED', `starting '${python}' failed: ${String(error)}`, { cause: error });
-    }
     const requests = child.stdio[3] as Writable | null | undefined;
     const replies = child.stdio[4] as Readable | null | undefined;
     if (!requests || !replies || child.pid === undefined) {

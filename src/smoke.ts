@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { AUDIT_FILE_NAME } from './pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from './environment-spec.js';
 import { EXIT, GatekeptError, type ExitCode } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { spawnPython } from './spawn-python.js';
 import { removeStaleDirs } from './stale-dirs.js';
 import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from './types.js';
 
@@ -56,9 +57,9 @@ export interface SmokeEpisode {
   problems: string[];
 }
 
-
 /** `gatekept-smoke-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
 const SMOKE_WORKDIR_PATTERN = /^gatekept-smoke-(\d+)-[A-Za-z0-9]{6}$/;
+
 /** Serialisable as is: `--json` prints it. */
 export interface SmokeReport {
   target: SmokeTarget;
@@ -408,25 +409,12 @@ class PythonProcess {
 
   static async start(python: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<PythonProcess> {
     installExitHook();
-    const child = spawn(python, ['-B', '-X', 'utf8', SMOKE_SCRIPT, ...args], {
+    const child = await spawnPython(python, [SMOKE_SCRIPT, ...args], {
       cwd,
       env,
       stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-      detached: true,
-      windowsHide: true,
+      minimumVersion: '3.11',
     });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve);
-        child.once('error', reject);
-      });
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      throw new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${python}'${code ? ` (${code})` : ''}`, {
-        suggestion: 'install Python 3.11 or newer, or pass its path with --python',
-        cause: error,
-      });
-    }
     const started = new PythonProcess(child);
     if (input !== undefined) child.stdin!.end(input);
     return started;
