@@ -509,16 +509,7 @@ async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void>
 
 // --------------------------------------------------------------------- session
 
-interface NormalisedOptions {
-  python: string;
-  target: VerifierTarget;
-  pythonpath: string[];
-  completionFormat: CompletionFormat;
-  callTimeoutMs: number;
-  importTimeoutMs: number;
-  memoryMb: number;
-  outputCapBytes: number;
-}
+type NormalisedOptions = Required<SessionOptions>;
 
 const targetSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('module'), module: z.string().min(1), fn: z.string().min(1) }),
