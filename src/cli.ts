@@ -6,6 +6,7 @@ import { formatScorecard } from './format-report.js';
 import { gate } from './gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
 import { createProgress } from './progress.js';
+import { defaultPython } from './resolve-python.js';
 import { smokeCommand } from './smoke-command.js';
 import { TOOL } from './tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from './types.js';
@@ -87,9 +88,6 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.ou
   return parsed.data;
 }
 
-export function defaultPython(explicit: string | undefined): string {
-  return explicit ?? process.env.GATEKEPT_PYTHON ?? 'python3';
-}
 
 export async function resolvePolicy(file: string | undefined): Promise<GatePolicy> {
   return file ? loadPolicy(file) : DEFAULT_POLICY;
@@ -109,7 +107,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the audit record as JSON')
-    .option('--python <path>', 'Python interpreter (default: $GATEKEPT_PYTHON or python3)')
+    .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
@@ -164,7 +162,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--force', 'replace a non-empty output directory')
     .option('--archive', 'also write a zip of the emitted tree')
     .option('--json', 'print the audit record as JSON')
-    .option('--python <path>', 'Python interpreter for the gate (default: $GATEKEPT_PYTHON or python3)')
+    .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema, raw);

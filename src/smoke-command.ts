@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Io } from './cli.js';
 import { GatekeptError, type ExitCode } from './errors.js';
 import { describeIssues } from './policy.js';
+import { defaultPython } from './resolve-python.js';
 
 /** `gatekept smoke`: options in, a report and an exit code out. */
 
@@ -39,7 +40,7 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
     .option('--openenv <dir>', 'an emitted OpenEnv package: serve it on loopback and play episodes over /ws')
     .option('--verifiers <dir>', 'an emitted verifiers package: load_environment() and score through its rubric')
     .option('--audit <file>', 'the audit to replay (default: gatekept_audit.json two levels above the package)')
-    .option('--python <path>', 'Python interpreter with openenv-core or verifiers (default: $GATEKEPT_PYTHON or python3)')
+    .option('--python <path>', 'Python interpreter or virtualenv directory with openenv-core or verifiers (default: $GATEKEPT_PYTHON or python3)')
     .option('--timeout-s <n>', 'wall-clock limit for the whole run, start-up included', '120')
     .option('--json', 'print the report as JSON')
     .action(async (raw: Record<string, unknown>) => {
@@ -57,7 +58,7 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
         target: options.openenv !== undefined ? 'openenv' : 'verifiers',
         dir: (options.openenv ?? options.verifiers)!,
         ...(options.audit !== undefined ? { audit: options.audit } : {}),
-        python: options.python ?? process.env.GATEKEPT_PYTHON ?? 'python3',
+        python: defaultPython(options.python),
         timeoutS: options.timeoutS,
       });
       io.stdout(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatSmokeReport(report)}\n`);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { testPython, testVenvDir } from './support/test-python.js';
 
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
@@ -92,6 +93,13 @@ describe('gatekept gate (CLI)', () => {
     const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake]);
     expect(run.exitCode).toBe(3);
     expect(run.stderr).toMatch(/error \[HARNESS_FAILED\]/);
+  });
+
+  it('--python accepts a virtual environment directory', async () => {
+    testPython(); // fails with a clear message when the test venv was not built
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--json', '--python', testVenvDir()]);
+    expect(run.exitCode).toBe(0);
+    expect(JSON.parse(run.stdout).decision).toBe('PASS');
   });
 
   it('--help lists the options and exits 0', async () => {
