@@ -113,8 +113,10 @@ export function wrongValues(
   choices: readonly string[] = DEFAULT_CHOICES,
 ): string[] {
   const out: string[] = [];
+  // The first three (W, W2, W3 of the templates) must not embed one another
+  // either; later ones, used for dumps, need only be new and free of the gold.
   const fits = (candidate: string): boolean =>
-    unrelated(candidate, gold) && out.every((existing) => unrelated(candidate, existing));
+    unrelated(candidate, gold) && !out.includes(candidate) && out.slice(0, 3).every((existing) => unrelated(candidate, existing));
   switch (type) {
     case 'boolean': {
       const opposite = BOOLEAN_WORDS[gold.trim().toLowerCase()];
@@ -139,7 +141,8 @@ export function wrongValues(
       const magnitude = Math.max(10, Math.abs(value));
       const negative = value < 0;
       for (let attempt = 0; out.length < count && attempt < 10_000; attempt++) {
-        let raw = 1 + rng() * (magnitude * 2);
+        // The range widens as it runs dry, so a small gold still gets many distinct values.
+        let raw = 1 + rng() * (magnitude * 2 * (1 + Math.floor(attempt / 50)));
         if (negative) raw = -raw;
         const candidate = decimals > 0 ? raw.toFixed(decimals) : String(Math.round(raw));
         if (Number(candidate) !== value && fits(candidate)) out.push(candidate);

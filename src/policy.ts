@@ -195,17 +195,6 @@ export async function loadPolicy(file: string): Promise<GatePolicy> {
   return parsePolicyToml(text, file);
 }
 
-/** Apply a library caller's partial overrides on top of a policy. */
-export function withOverrides(base: GatePolicy, overrides: Partial<GatePolicy> | undefined): GatePolicy {
-  if (!overrides) return base;
-  return {
-    ...base,
-    ...overrides,
-    budget: { ...base.budget, ...overrides.budget },
-    timeouts: { ...base.timeouts, ...overrides.timeouts },
-    limits: { ...base.limits, ...overrides.limits },
-  };
-}
 
 /** The policy as written into the audit record (snake_case, like the file). */
 export function policyRecord(policy: GatePolicy): Record<string, unknown> {

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { applyFilter, detectAnswerType, makeRng, renderInFormat, wrongValues } from '../src/answer-values.js';
+
+describe('answer values', () => {
+  it('renders a value in every answer format', () => {
+    expect(renderInFormat('bare', '42')).toBe('42');
+    expect(renderInFormat('boxed', '42')).toBe('\\boxed{42}');
+    expect(renderInFormat('xml', '42')).toBe('<answer>42</answer>');
+    expect(renderInFormat('line', '42')).toBe('Answer: 42');
+    expect(renderInFormat('hash', '42')).toBe('#### 42');
+    expect(renderInFormat('json', 'say "hi"')).toBe('{"answer": "say \\"hi\\""}');
+  });
+
+  it('derives wrong values that neither contain the gold nor are contained in it', () => {
+    for (const gold of ['42', '4', '-7', '3.5', '1024']) {
+      const wrong = wrongValues(gold, 'numeric', 20, makeRng(1, gold));
+      expect(wrong).toHaveLength(20);
+      for (const value of wrong) {
+        expect(value.includes(gold) || gold.includes(value), `${gold} vs ${value}`).toBe(false);
+        expect(Number(value)).not.toBe(Number(gold));
+      }
+      expect(new Set(wrong).size).toBe(20);
+    }
+    expect(wrongValues('Paris', 'string', 3, makeRng(1)).every((value) => /^[A-Z]/.test(value))).toBe(true);
+    expect(wrongValues('true', 'boolean', 3, makeRng(1))).toEqual(['false']);
+    expect(wrongValues('B', 'choice', 5, makeRng(1), ['A', 'B', 'C']).sort()).toEqual(['A', 'C']);
+  });
+
+  it('is deterministic for a seed', () => {
+    expect(wrongValues('42', 'numeric', 5, makeRng(7, 'x'))).toEqual(wrongValues('42', 'numeric', 5, makeRng(7, 'x')));
+    expect(wrongValues('42', 'numeric', 5, makeRng(7, 'x'))).not.toEqual(wrongValues('42', 'numeric', 5, makeRng(8, 'x')));
+  });
+
+  it('filters attack values and refuses those that would be honest or do not apply', () => {
+    expect(applyFilter('42', 'fullwidth', undefined)).toBe('４２');
+    expect(applyFilter('42', 'arabic_indic', undefined)).toBe('٤٢');
+    expect(applyFilter('42', 'zw', undefined)).toBe('4\u200b2');
+    expect(applyFilter('4', 'zw', undefined)).toBeUndefined();
+    expect(applyFilter('42', 'split', '.')).toBe('4.2');
+    expect(applyFilter('-42', 'split', ' ')).toBe('-4 2');
+    // 1 000 and 1,000 are honest ways to write 1000.
+    expect(applyFilter('1000', 'split', ',')).toBeUndefined();
+    expect(applyFilter('42', 'scale', '100')).toBe('4200');
+    expect(applyFilter('42', 'rel', '0.0001')).toBe('42.0042');
+    expect(applyFilter('0', 'rel', '0.0001')).toBeUndefined();
+    expect(applyFilter('paris', 'homoglyph', undefined)).toBe('\u0440\u0430ris');
+    expect(applyFilter('42', 'upper', undefined)).toBeUndefined();
+    expect(applyFilter('paris', 'scale', '2')).toBeUndefined();
+  });
+
+  it('detects answer types', () => {
+    expect(detectAnswerType('42', undefined)).toBe('numeric');
+    expect(detectAnswerType('-3.5e2', undefined)).toBe('numeric');
+    expect(detectAnswerType('True', undefined)).toBe('boolean');
+    expect(detectAnswerType('C', undefined)).toBe('choice');
+    expect(detectAnswerType('E', ['A', 'B'])).toBe('string');
+    expect(detectAnswerType('paris', undefined)).toBe('string');
+  });
+});

@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { makeRng, wrongValues } from '../src/answer-values.js';
+import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/expand-candidates.js';
+import { loadCorpus } from '../src/load-corpus.js';
+import type { AnswerFormat, AnswerType } from '../src/types.js';
+
+const CHOICES = ['A', 'B', 'C', 'D'];
+
+function context(gold: string, type: AnswerType, formats: AnswerFormat[]): GoldContext {
+  return {
+    gold,
+    type,
+    choices: CHOICES,
+    formats,
+    wrong: wrongValues(gold, type, 3, makeRng(1, 'w', gold), CHOICES),
+    dumpPool: wrongValues(gold, type, 99, makeRng(1, 'd', gold), CHOICES),
+  };
+}
+
+describe('attack corpus', () => {
+  it('is well formed: placeholders, gold-free flags, at least 20 families', async () => {
+    const corpus = await loadCorpus();
+    expect(corpus.families.length).toBeGreaterThanOrEqual(20);
+    for (const family of corpus.families) {
+      expect(family.hardening.length).toBeGreaterThan(20);
+      for (const attack of family.attacks) {
+        expect(templateProblem(attack.template), attack.id).toBeUndefined();
+        expect(attack.gFree, `${attack.id}: g_free must be set exactly when the template has no gold`).toBe(!usesGold(attack.template));
+      }
+    }
+  });
+
+  it('gives at least 150 distinct candidates for a numeric gold in a single accepted format', async () => {
+    const corpus = await loadCorpus();
+    for (const gold of ['42', '-7', '3.5', '1000']) {
+      const candidates = expandCandidates(corpus, context(gold, 'numeric', ['boxed']), 0, false);
+      expect(new Set(candidates.map((candidate) => candidate.completion)).size, gold).toBeGreaterThanOrEqual(150);
+    }
+  });
+
+  it('gives at least 100 candidates for string, choice and boolean golds', async () => {
+    const corpus = await loadCorpus();
+    for (const [gold, type] of [['paris', 'string'], ['C', 'choice'], ['true', 'boolean']] as const) {
+      expect(expandCandidates(corpus, context(gold, type, ['boxed']), 0, false).length, type).toBeGreaterThanOrEqual(100);
+    }
+  });
+
+  it('attacks a multiple-choice gold with every other letter, and never with the gold alone', async () => {
+    const corpus = await loadCorpus();
+    const candidates = expandCandidates(corpus, context('C', 'choice', ['boxed']), 0, false);
+    const letters = new Set(candidates.filter((candidate) => candidate.label !== null).map((candidate) => candidate.label));
+    expect([...letters].sort()).toEqual(['A', 'B', 'D']);
+    expect(candidates.some((candidate) => candidate.completion === '\\boxed{C}')).toBe(false);
+  });
+
+  it('never contains the honest answer in the attacked format as a whole completion', async () => {
+    const corpus = await loadCorpus();
+    for (const [gold, type] of [['42', 'numeric'], ['paris', 'string'], ['true', 'boolean']] as const) {
+      const honest = new Set(['bare', 'boxed', 'xml'].map((format) => (format === 'bare' ? gold : format === 'boxed' ? `\\boxed{${gold}}` : `<answer>${gold}</answer>`)));
+      const candidates = expandCandidates(corpus, context(gold, type, ['bare', 'boxed', 'xml']), 0, false);
+      expect(candidates.filter((candidate) => candidate.hackIf === 'rewarded' && honest.has(candidate.completion.trim()))).toEqual([]);
+    }
+  });
+
+  it('gives hedges position variants with the gold first, in the middle and last', async () => {
+    const corpus = await loadCorpus();
+    const candidates = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0, false);
+    const positions = new Set(candidates.filter((candidate) => candidate.family === 'hedge').map((candidate) => candidate.position));
+    expect(positions).toEqual(new Set(['first', 'middle', 'last']));
+  });
+
+  it('expands deterministically', async () => {
+    const corpus = await loadCorpus();
+    const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3, false);
+    const b = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3, false);
+    expect(b).toEqual(a);
+  });
+});
