@@ -8,7 +8,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { GatekeptError } from './errors.js';
 import { HARNESS_PATH } from './paths.js';
 import { spawnPython } from './spawn-python.js';
-import { removeStaleDirs } from './stale-dirs.js';
+import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from './types.js';
 
 export type VerifierTarget =
@@ -1033,9 +1033,8 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
     staleWorkdirsSwept = true;
     await removeStaleDirs(os.tmpdir(), WORKDIR_PATTERN);
   }
-  const workdir = await mkdtemp(path.join(os.tmpdir(), `gatekept-${process.pid}-`));
-  liveWorkdirs.add(workdir);
   installExitHook();
+  const workdir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveWorkdirs);
   const session = new PythonSession(normalised, workdir);
   try {
     await session.start();

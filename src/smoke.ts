@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -12,7 +12,7 @@ import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from './environment-sp
 import { EXIT, GatekeptError, type ExitCode } from './errors.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { spawnPython } from './spawn-python.js';
-import { removeStaleDirs } from './stale-dirs.js';
+import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
 import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from './types.js';
 
 /**
@@ -866,9 +866,8 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
 
   // Named after this process, so a later run can sweep what a killed run left.
   await removeStaleDirs(tmpdir(), SMOKE_WORKDIR_PATTERN);
-  const workdir = await mkdtemp(path.join(tmpdir(), `gatekept-smoke-${process.pid}-`));
-  liveDirs.add(workdir);
   installExitHook();
+  const workdir = await makeRegisteredDir(tmpdir(), `gatekept-smoke-${process.pid}-`, liveDirs);
   const guard = guardSignals();
   const context: RunContext = {
     pkg,

@@ -1,8 +1,8 @@
 import { constants, rmSync } from 'node:fs';
-import { access, mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { GatekeptError } from './errors.js';
-import { removeStaleDirs } from './stale-dirs.js';
+import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
 
 /**
  * Fail-closed output: everything is built in a hidden staging directory next
@@ -116,22 +116,19 @@ async function clearStale(entry: string): Promise<void> {
 export async function createStaging(out: string): Promise<string> {
   const base = await nearestExistingAncestor(path.resolve(out));
   await removeStaleDirs(base, STAGING_PATTERN, clearStale);
-  let dir: string;
+  if (!hooked) {
+    hooked = true;
+    // A Ctrl-C ends the process through exit(); staging must not outlive it.
+    process.on('exit', removeLiveStagingSync);
+  }
   try {
-    dir = await mkdtemp(path.join(base, `${STAGING_PREFIX}${path.basename(out)}-${process.pid}-`));
+    return await makeRegisteredDir(base, `${STAGING_PREFIX}${path.basename(out)}-${process.pid}-`, live);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new GatekeptError('OUT_DIR_UNWRITABLE', `cannot write next to ${out} (${code ?? String(error)} in ${base})`, {
       suggestion: 'choose an --out location you can write to',
     });
   }
-  live.add(dir);
-  if (!hooked) {
-    hooked = true;
-    // A Ctrl-C ends the process through exit(); staging must not outlive it.
-    process.on('exit', removeLiveStagingSync);
-  }
-  return dir;
 }
 
 export async function discardStaging(dir: string): Promise<void> {

@@ -1,4 +1,5 @@
-import { readdir, rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -47,4 +48,26 @@ export async function removeStaleDirs(
     }
   }
   return removed;
+}
+
+const SUFFIX_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/**
+ * Create `parent/<prefix>XXXXXX` (the shape mkdtemp makes) and record it in
+ * `registry` before it exists: an exit hook that removes what the registry
+ * holds then never misses a directory created just before the process ended.
+ */
+export async function makeRegisteredDir(parent: string, prefix: string, registry: Set<string>): Promise<string> {
+  for (let attempt = 0; ; attempt++) {
+    const suffix = [...randomBytes(6)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join('');
+    const dir = path.join(parent, `${prefix}${suffix}`);
+    registry.add(dir);
+    try {
+      await mkdir(dir, { mode: 0o700 });
+      return dir;
+    } catch (error) {
+      registry.delete(dir);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 10) throw error;
+    }
+  }
 }
