@@ -363,7 +363,9 @@ COPY . /app/env
 RUN command -v uv >/dev/null 2>&1 || pip install --no-cache-dir uv
 
 # A committed uv.lock pins the image; without one, uv resolves at build time.
-RUN --mount=type=cache,target=/root/.cache/uv \\
+# The cache lives at a fixed path so it does not depend on the build user's home.
+ENV UV_CACHE_DIR=/opt/uv-cache
+RUN --mount=type=cache,target=/opt/uv-cache \\
     if [ -f uv.lock ]; then uv sync --frozen --no-editable; else uv sync --no-editable; fi
 
 FROM \${BASE_IMAGE}
