@@ -19,7 +19,7 @@ import { formatSummary } from './format-report.js';
 import { hackability, hackRateInterval, riskLabel } from './score.js';
 import { TOOL } from './tool-info.js';
 import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from './types.js';
-import { SKIPPED_RESULT, WorkerPool } from './worker-pool.js';
+import { WorkerPool } from './worker-pool.js';
 
 /**
  * The gate, top to bottom: resolve the inputs, calibrate the verifier on the
@@ -254,7 +254,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     };
 
     const tally = new OutcomeTally(corpus.families.map((family) => family.family));
-    const levelsByRow = new Map<number, Levels>();
     const acceptedByRow = new Map<number, AnswerFormat[]>();
     const calibration: AuditRecord['honest']['calibration'] = [];
     const variantRecords: VariantRecord[] = [];
@@ -262,7 +261,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     const broken: { row: number; answer: string; reason: NonNullable<Levels['broken']> }[] = [];
     let candidateCount = 0;
     let rowsAudited = 0;
-    let first = true;
 
     for (let start = 0; start < plans.length && !tally.timedOut; start += ROWS_PER_CHUNK) {
       const chunk = plans.slice(start, start + ROWS_PER_CHUNK);
@@ -278,19 +276,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       const probeRequests = probeSets.flatMap(({ plan, alternate, probes }) =>
         requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
       );
-      let probeResults: EvalResult[];
-      if (first) {
-        // The very first probe goes alone: a verifier that hangs on every input
-        // is then found after one call timeout, not after a batch of them.
-        first = false;
-        const head = await evaluate(probeRequests.slice(0, 1));
-        probeResults =
-          head[0]!.status === 'timeout'
-            ? [...head, ...probeRequests.slice(1).map(() => SKIPPED_RESULT)]
-            : [...head, ...(await evaluate(probeRequests.slice(1)))];
-      } else {
-        probeResults = await evaluate(probeRequests);
-      }
+      // A verifier that hangs costs one call timeout here: evaluation stops at the first one.
+      const probeResults = await evaluate(probeRequests);
       tally.addSideEffects(probeResults);
       const chunkLevels = new Map<string, Levels>();
       let offset = 0;
@@ -300,7 +287,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         const levels = computeLevels(probes, results);
         chunkLevels.set(`${plan.row.index}|${alternate}`, levels);
         if (alternate) continue;
-        levelsByRow.set(plan.row.index, levels);
         acceptedByRow.set(plan.row.index, attackFormats(levels, 'auto'));
         calibration.push(...calibrationRows(plan.row.index, levels.table));
         if (levels.broken) broken.push({ row: plan.row.index, answer: plan.row.answer, reason: levels.broken });

@@ -31,7 +31,7 @@ export interface EvaluateOptions {
   batchSize?: number;
 }
 
-export const SKIPPED_RESULT: EvalResult = {
+const SKIPPED_RESULT: EvalResult = {
   status: 'skipped',
   reward: null,
   rewardType: '',
