@@ -10,3 +10,4 @@ export { loadCorpus, type Corpus, type Attack, type Family } from './load-corpus
 export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './types.js';
 export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack.js';
 export { loadSeed, type Seed, type SeedInput } from './load-seed.js';
+export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke.js';
