@@ -2,7 +2,7 @@
 // The only place that ends the process: the library and the CLI module return exit codes.
 // The CLI is bundled (dist/bundle) so that start-up loads a few files, not hundreds;
 // the library in dist/ is the same code compiled module by module.
-import { run } from '../dist/bundle/cli.js';
+import { run } from '../dist/bundle/run.js';
 
 const interrupted = (signal, code) => () => {
   try {

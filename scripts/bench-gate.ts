@@ -13,8 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { gate } from '../src/gate.js';
-import type { EvalRequest } from '../src/python-session.js';
+import { gate } from '../src/audit/gate.js';
+import type { EvalRequest } from '../src/runtime/python-session.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const { values } = parseArgs({

@@ -20,10 +20,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { gate } from '../src/gate.js';
+import { gate } from '../src/audit/gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { DEFAULT_POLICY } from '../src/policy.js';
-import type { EvalRequest } from '../src/python-session.js';
+import { DEFAULT_POLICY } from '../src/audit/policy.js';
+import type { EvalRequest } from '../src/runtime/python-session.js';
 
 const { values } = parseArgs({
   options: {

@@ -15,10 +15,10 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { isGatekeptError } from '../src/errors.js';
-import { gate } from '../src/gate.js';
-import { loadCorpus } from '../src/load-corpus.js';
+import { gate } from '../src/audit/gate.js';
+import { loadCorpus } from '../src/audit/corpus.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { DEFAULT_POLICY, policyRecord } from '../src/policy.js';
+import { DEFAULT_POLICY, policyRecord } from '../src/audit/policy.js';
 import { TOOL } from '../src/tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../src/types.js';
 

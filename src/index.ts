@@ -1,13 +1,13 @@
 /** The gatekept library: the same engine the CLI drives. */
-export { gate, type GateOptions, type GateResult } from './gate.js';
-export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './policy.js';
+export { gate, type GateOptions, type GateResult } from './audit/gate.js';
+export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './audit/policy.js';
 export { GatekeptError, EXIT, type ErrorCode, type ExitCode } from './errors.js';
-export { formatScorecard, formatSummary } from './format-report.js';
-export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit-record.js';
-export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './score.js';
-export { decide, type Decision, type Reason } from './decide.js';
-export { loadCorpus, type Corpus, type Attack, type Family } from './load-corpus.js';
+export { formatScorecard, formatSummary } from './report/scorecard.js';
+export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit/record.js';
+export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './audit/score.js';
+export { decide, type Decision, type Reason } from './audit/decide.js';
+export { loadCorpus, type Corpus, type Attack, type Family } from './audit/corpus.js';
 export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './types.js';
-export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack.js';
-export { loadSeed, type Seed, type SeedInput } from './load-seed.js';
-export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke.js';
+export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack/pack.js';
+export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
+export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';

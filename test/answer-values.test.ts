@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFilter, detectAnswerType, makeRng, renderInFormat, wrongValues } from '../src/answer-values.js';
+import { applyFilter, detectAnswerType, makeRng, renderInFormat, wrongValues } from '../src/audit/answer-values.js';
 
 describe('answer values', () => {
   it('renders a value in every answer format', () => {

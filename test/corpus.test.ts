@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { makeRng, wrongValues } from '../src/answer-values.js';
-import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/expand-candidates.js';
-import { loadCorpus } from '../src/load-corpus.js';
+import { makeRng, wrongValues } from '../src/audit/answer-values.js';
+import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
+import { loadCorpus } from '../src/audit/corpus.js';
 import type { AnswerFormat, AnswerType } from '../src/types.js';
 
 const CHOICES = ['A', 'B', 'C', 'D'];

@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { renderOpenEnvPackage } from '../src/emit-openenv-package.js';
-import { VERIFIER_FILE_NAME, renderVerifiersPackage } from '../src/emit-verifiers-package.js';
-import { REWARD_CALL_FILE_NAME, REWARD_CALL_SOURCE } from '../src/environment-spec.js';
-import type { EnvironmentSpec } from '../src/environment-spec.js';
+import { renderOpenEnvPackage } from '../src/pack/emit/openenv.js';
+import { VERIFIER_FILE_NAME, renderVerifiersPackage } from '../src/pack/emit/verifiers-v0.js';
+import { REWARD_CALL_FILE_NAME, REWARD_CALL_SOURCE } from '../src/pack/environment-spec.js';
+import type { EnvironmentSpec } from '../src/pack/environment-spec.js';
 import { isGatekeptError } from '../src/errors.js';
 import { pipInstall, pipUninstall, testPython } from './support/test-python.js';
 

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withoutTiming } from '../src/audit-record.js';
-import { gate } from '../src/gate.js';
-import { DEFAULT_POLICY, parsePolicy } from '../src/policy.js';
+import { withoutTiming } from '../src/audit/record.js';
+import { gate } from '../src/audit/gate.js';
+import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { calibrationProbes, computeLevels } from '../src/calibrate.js';
-import { decide } from '../src/decide.js';
-import type { Candidate } from '../src/expand-candidates.js';
-import { judge } from '../src/judge.js';
-import { DEFAULT_POLICY } from '../src/policy.js';
-import type { EvalResult } from '../src/python-session.js';
-import { hackRateInterval } from '../src/score.js';
+import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
+import { decide } from '../src/audit/decide.js';
+import type { Candidate } from '../src/audit/expand-candidates.js';
+import { judge } from '../src/audit/judge.js';
+import { DEFAULT_POLICY } from '../src/audit/policy.js';
+import type { EvalResult } from '../src/runtime/python-session.js';
+import { hackRateInterval } from '../src/audit/score.js';
 
 function ok(reward: number): EvalResult {
   return { status: 'ok', reward, rewardType: 'float', nonFinite: null, error: null, sideEffects: [], ms: 0 };

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { gatekeep } from '../src/pack.js';
+import { gatekeep } from '../src/pack/pack.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { pipInstall, testPython } from './support/test-python.js';
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GatekeptError } from '../src/errors.js';
-import { DEFAULT_POLICY, loadPolicy, parsePolicyToml } from '../src/policy.js';
+import { DEFAULT_POLICY, loadPolicy, parsePolicyToml } from '../src/audit/policy.js';
 import { DEFAULT_POLICY_PATH } from '../src/paths.js';
 
 function policyError(text: string): GatekeptError {

@@ -11,7 +11,7 @@ import {
   type EvalResult,
   type SessionOptions,
   type VerifierSession,
-} from '../src/python-session.js';
+} from '../src/runtime/python-session.js';
 
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hackability, hackRateInterval, riskLabel, scoreFamily } from '../src/score.js';
+import { hackability, hackRateInterval, riskLabel, scoreFamily } from '../src/audit/score.js';
 
 const options = { seed: 7, resamples: 2000, confidence: 0.95 };
 

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { gatekeep, type PackAuditRecord } from '../src/pack.js';
+import { gatekeep, type PackAuditRecord } from '../src/pack/pack.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { formatSmokeReport, smoke, type SmokeReport } from '../src/smoke.js';
+import { formatSmokeReport, smoke, type SmokeReport } from '../src/smoke/smoke.js';
 import { testPython } from './support/test-python.js';
 
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');

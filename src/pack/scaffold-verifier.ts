@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ANSWER_TYPE_OF_TASK, choicesOf } from './build-dataset.js';
-import { GatekeptError } from './errors.js';
-import type { LoadedSeed } from './load-seed.js';
-import { TEMPLATES_DIR } from './paths.js';
-import type { CompletionFormat } from './types.js';
+import { GatekeptError } from '../errors.js';
+import type { LoadedSeed } from './seed.js';
+import { TEMPLATES_DIR } from '../paths.js';
+import type { CompletionFormat } from '../types.js';
 
 /**
  * The verifier an environment ships: a built-in hardened template configured

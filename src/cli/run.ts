@@ -1,32 +1,22 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
-import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from './errors.js';
-import { formatScorecard } from './format-report.js';
-import { gate } from './gate.js';
-import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from './policy.js';
+import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
+import { formatScorecard } from '../report/scorecard.js';
+import { gate } from '../audit/gate.js';
+import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { defaultPython } from './resolve-python.js';
+import { defaultPython } from '../runtime/resolve-python.js';
 import { smokeCommand } from './smoke-command.js';
-import { TOOL } from './tool-info.js';
-import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from './types.js';
+import { defaultIo, type Io } from './io.js';
+import { TOOL } from '../tool-info.js';
+import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
 
 /**
  * The command line: parse, validate with zod, call the library, print, and
  * return an exit code. Nothing here exits the process; bin/ does that.
  */
 
-export interface Io {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  stderrIsTty: boolean;
-}
-
-const defaultIo: Io = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
-  stderrIsTty: Boolean(process.stderr.isTTY),
-};
 
 const integer = (name: string) =>
   z
@@ -170,7 +160,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
-        const { gatekeep } = await import('./pack.js');
+        const { gatekeep } = await import('../pack/pack.js');
         const result = await gatekeep({
           seed: options.seed,
           outDir: options.out,

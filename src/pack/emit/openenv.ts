@@ -18,8 +18,8 @@ import {
   renderAuditSection,
   renderRows,
   tomlString,
-} from './environment-spec.js';
-import type { EnvironmentSpec, PackageFiles } from './environment-spec.js';
+} from '../environment-spec.js';
+import type { EnvironmentSpec, PackageFiles } from '../environment-spec.js';
 
 /** The openenv-core releases the emitted code is written and tested against. */
 export const OPENENV_REQUIREMENT = 'openenv-core[core]>=0.3.0,<0.4';

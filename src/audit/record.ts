@@ -2,7 +2,7 @@ import type { FormatLevels } from './calibrate.js';
 import type { Decision } from './decide.js';
 import type { Invariant } from './judge.js';
 import type { RiskLabel } from './score.js';
-import type { AnswerType, Severity } from './types.js';
+import type { AnswerType, Severity } from '../types.js';
 
 /**
  * The audit record: everything a reviewer needs to see why the gate decided

@@ -1,7 +1,7 @@
 import { formatsSpoken, type Levels } from './calibrate.js';
 import type { Candidate } from './expand-candidates.js';
-import type { EvalResult } from './python-session.js';
-import type { Severity } from './types.js';
+import type { EvalResult } from '../runtime/python-session.js';
+import type { Severity } from '../types.js';
 
 /**
  * The structural judge: every candidate gets a verdict naming the invariant

@@ -18,11 +18,11 @@ import {
   renderAuditSection,
   renderRows,
   tomlString,
-} from './environment-spec.js';
-import type { EnvironmentSpec, PackageFiles } from './environment-spec.js';
+} from '../environment-spec.js';
+import type { EnvironmentSpec, PackageFiles } from '../environment-spec.js';
 
-export { VERIFIER_FILE_NAME } from './environment-spec.js';
-export type { EnvironmentSpec } from './environment-spec.js';
+export { VERIFIER_FILE_NAME } from '../environment-spec.js';
+export type { EnvironmentSpec } from '../environment-spec.js';
 
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_REQUIREMENT = 'verifiers>=0.3.1,<0.4';

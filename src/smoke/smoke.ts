@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
-import { renderInFormat } from './answer-values.js';
-import { AUDIT_FILE_NAME } from './pack.js';
-import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from './environment-spec.js';
-import { EXIT, GatekeptError, type ExitCode } from './errors.js';
-import { PACKAGE_ROOT } from './paths.js';
-import { spawnPython } from './spawn-python.js';
-import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
-import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from './types.js';
+import { renderInFormat } from '../audit/answer-values.js';
+import { AUDIT_FILE_NAME } from '../pack/pack.js';
+import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from '../pack/environment-spec.js';
+import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { spawnPython } from '../runtime/spawn-python.js';
+import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
+import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
 
 /**
  * `gatekept smoke`: run an emitted package the way its users will (the

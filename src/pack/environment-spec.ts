@@ -5,9 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 
-import { GatekeptError } from './errors.js';
-import { ANSWER_FORMATS, COMPLETION_FORMATS } from './types.js';
-import type { AnswerFormat, CompletionFormat } from './types.js';
+import { GatekeptError } from '../errors.js';
+import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
+import type { AnswerFormat, CompletionFormat } from '../types.js';
 
 export interface EnvironmentRow {
   question: string;

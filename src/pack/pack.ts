@@ -1,24 +1,24 @@
 import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { renderInFormat, wrongValues, makeRng } from './answer-values.js';
-import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from './audit-record.js';
+import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js';
+import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
-import { renderOpenEnvPackage } from './emit-openenv-package.js';
-import { renderVerifiersPackage } from './emit-verifiers-package.js';
+import { renderOpenEnvPackage } from './emit/openenv.js';
+import { renderVerifiersPackage } from './emit/verifiers-v0.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
-import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from './errors.js';
-import { formatSummary } from './format-report.js';
-import { gate, type GateProbe } from './gate.js';
-import { loadSeed, type LoadedSeed, type SeedInput } from './load-seed.js';
-import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from './policy.js';
-import type { EvalRequest } from './python-session.js';
+import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
+import { formatSummary } from '../report/scorecard.js';
+import { gate, type GateProbe } from '../audit/gate.js';
+import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
+import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
+import type { EvalRequest } from '../runtime/python-session.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
 import { checkDestination, commitStaging, createStaging, discardStaging } from './stage-output.js';
-import { TOOL } from './tool-info.js';
-import type { AnswerFormat, Severity } from './types.js';
-import { WorkerPool } from './worker-pool.js';
+import { TOOL } from '../tool-info.js';
+import type { AnswerFormat, Severity } from '../types.js';
+import { WorkerPool } from '../runtime/worker-pool.js';
 
 /**
  * `gatekeep`: from a seed to gated packages. Build the dataset and the

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_CHOICES, isNumeric, makeRng } from './answer-values.js';
-import { GatekeptError } from './errors.js';
-import type { LoadedSeed, Seed, TaskKind } from './load-seed.js';
-import type { AnswerType } from './types.js';
+import { DEFAULT_CHOICES, isNumeric, makeRng } from '../audit/answer-values.js';
+import { GatekeptError } from '../errors.js';
+import type { LoadedSeed, Seed, TaskKind } from './seed.js';
+import type { AnswerType } from '../types.js';
 
 /** Build the dataset a seed describes: inline rows, a JSONL file, or the arith generator. */
 

@@ -1,5 +1,5 @@
-import type { AuditRecord } from './audit-record.js';
-import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from './judge.js';
+import type { AuditRecord } from '../audit/record.js';
+import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 

@@ -1,6 +1,6 @@
 import { applyFilter, KNOWN_FILTERS, padding, renderInFormat } from './answer-values.js';
-import type { Attack, Corpus, Position } from './load-corpus.js';
-import type { AnswerFormat, AnswerType, Severity } from './types.js';
+import type { Attack, Corpus, Position } from './corpus.js';
+import type { AnswerFormat, AnswerType, Severity } from '../types.js';
 
 /**
  * Expand the attack templates into concrete completions for one gold.

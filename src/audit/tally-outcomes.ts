@@ -1,9 +1,9 @@
-import { excerpt, type FamilyRecord, type FindingRecord } from './audit-record.js';
+import { excerpt, type FamilyRecord, type FindingRecord } from './record.js';
 import type { Candidate } from './expand-candidates.js';
 import type { Invariant, Verdict } from './judge.js';
-import type { EvalResult } from './python-session.js';
+import type { EvalResult } from '../runtime/python-session.js';
 import { roundTo, scoreFamily, type FamilyScore } from './score.js';
-import { SEVERITIES, type AnswerFormat, type Severity } from './types.js';
+import { SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
 
 /**
  * A running tally of judged candidates. The gate streams rows through it in

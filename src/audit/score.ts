@@ -1,7 +1,7 @@
 import { mean, quantileSorted } from 'simple-statistics';
 import { makeRng, type Rng } from './answer-values.js';
-import type { Severity } from './types.js';
-import { SEVERITY_WEIGHT } from './types.js';
+import type { Severity } from '../types.js';
+import { SEVERITY_WEIGHT } from '../types.js';
 
 /**
  * Scoring: pure functions of the verdicts. No I/O, no hidden defaults; the

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { z } from 'zod';
-import { GatekeptError } from './errors.js';
+import { GatekeptError } from '../errors.js';
 
 /**
  * The gate policy: read → parse (TOML) → validate (zod, strict) → normalise.

@@ -1,8 +1,8 @@
 import { constants, rmSync } from 'node:fs';
 import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { GatekeptError } from './errors.js';
-import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
+import { GatekeptError } from '../errors.js';
+import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
 
 /**
  * Fail-closed output: everything is built in a hidden staging directory next

@@ -3,23 +3,23 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isNumeric, makeRng, wrongValues } from './answer-values.js';
-import { AUDIT_SCHEMA, calibrationRows, excerpt, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './audit-record.js';
+import { AUDIT_SCHEMA, calibrationRows, excerpt, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './record.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { decide } from './decide.js';
-import { GatekeptError, EXIT, type ExitCode } from './errors.js';
+import { GatekeptError, EXIT, type ExitCode } from '../errors.js';
 import { expandCandidates, type Candidate, type GoldContext } from './expand-candidates.js';
 import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
 import { judge } from './judge.js';
-import { loadCorpus } from './load-corpus.js';
-import { loadDatasetFile, sampleRows, type DatasetRow } from './load-dataset.js';
+import { loadCorpus } from './corpus.js';
+import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import { DEFAULT_POLICY, policyRecord, type GatePolicy } from './policy.js';
-import { parseVerifierSpec, type EvalRequest, type EvalResult } from './python-session.js';
-import { formatSummary } from './format-report.js';
+import { parseVerifierSpec, type EvalRequest, type EvalResult } from '../runtime/python-session.js';
+import { formatSummary } from '../report/scorecard.js';
 import { hackability, hackRateInterval, riskLabel } from './score.js';
-import { TOOL } from './tool-info.js';
-import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from './types.js';
-import { WorkerPool } from './worker-pool.js';
+import { TOOL } from '../tool-info.js';
+import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from '../types.js';
+import { WorkerPool } from '../runtime/worker-pool.js';
 
 /**
  * The gate, top to bottom: resolve the inputs, calibrate the verifier on the

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { describeIssues } from './policy.js';
-import { GatekeptError } from './errors.js';
-import { ANSWER_FORMATS, COMPLETION_FORMATS } from './types.js';
+import { describeIssues } from '../audit/policy.js';
+import { GatekeptError } from '../errors.js';
+import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
 
 /**
  * A seed: the description of an environment to build — its task, data,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
-import { GatekeptError } from './errors.js';
+import { GatekeptError } from '../errors.js';
 
 /**
  * Start a Python process of ours (the verifier harness, or the smoke helper)

@@ -1,4 +1,4 @@
-import type { Io } from './cli.js';
+import type { Io } from './io.js';
 
 /**
  * A progress line on a terminal for audits longer than a second. Nothing is

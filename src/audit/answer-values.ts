@@ -1,5 +1,5 @@
 import seedrandom from 'seedrandom';
-import type { AnswerFormat, AnswerType } from './types.js';
+import type { AnswerFormat, AnswerType } from '../types.js';
 
 /**
  * Values of an answer type: how to write one in each format, how to derive

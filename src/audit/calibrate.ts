@@ -1,7 +1,7 @@
 import { formatNumber, renderInFormat } from './answer-values.js';
-import type { EvalResult } from './python-session.js';
-import type { AnswerFormat, AnswerType } from './types.js';
-import { ANSWER_FORMATS } from './types.js';
+import type { EvalResult } from '../runtime/python-session.js';
+import type { AnswerFormat, AnswerType } from '../types.js';
+import { ANSWER_FORMATS } from '../types.js';
 
 /**
  * Calibration: before any attack, score the gold and a plainly-wrong value in

@@ -14,11 +14,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Readable, Writable } from 'node:stream';
 import { z } from 'zod';
-import { GatekeptError } from './errors.js';
-import { HARNESS_PATH } from './paths.js';
+import { GatekeptError } from '../errors.js';
+import { HARNESS_PATH } from '../paths.js';
 import { spawnPython } from './spawn-python.js';
 import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
-import { COMPLETION_FORMATS, type CompletionFormat } from './types.js';
+import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
 
 export type VerifierTarget =
   | { kind: 'module'; module: string; fn: string }

@@ -1,9 +1,9 @@
 import { Command } from 'commander';
 import { z } from 'zod';
-import type { Io } from './cli.js';
-import { GatekeptError, type ExitCode } from './errors.js';
-import { describeIssues } from './policy.js';
-import { defaultPython } from './resolve-python.js';
+import type { Io } from './io.js';
+import { GatekeptError, type ExitCode } from '../errors.js';
+import { describeIssues } from '../audit/policy.js';
+import { defaultPython } from '../runtime/resolve-python.js';
 
 /** `gatekept smoke`: options in, a report and an exit code out. */
 
@@ -53,7 +53,7 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
       }
       const options = parsed.data;
       // Loaded on demand, like pack: nothing else in the CLI needs it.
-      const { formatSmokeReport, smoke } = await import('./smoke.js');
+      const { formatSmokeReport, smoke } = await import('../smoke/smoke.js');
       const report = await smoke({
         target: options.openenv !== undefined ? 'openenv' : 'verifiers',
         dir: (options.openenv ?? options.verifiers)!,

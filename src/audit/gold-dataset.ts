@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { makeRng } from './answer-values.js';
-import { GatekeptError } from './errors.js';
+import { GatekeptError } from '../errors.js';
 import { describeIssues } from './policy.js';
 
 /** Dataset rows for auditing a verifier across many golds. */

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { GatekeptError } from './errors.js';
-import { ATTACKS_DIR } from './paths.js';
-import { ANSWER_TYPES, SEVERITIES } from './types.js';
+import { GatekeptError } from '../errors.js';
+import { ATTACKS_DIR } from '../paths.js';
+import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
 /** The attack corpus: one reviewed JSON file per family under attacks/. */
 
