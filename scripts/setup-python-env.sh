@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Build, once, the virtualenv the test suite runs the real Python libraries in,
-# and print its interpreter. Installing verifiers takes minutes, so the result
-# is cached and reused until python/requirements-test.txt changes.
+# Build, once, the virtualenvs the test suite runs the real Python libraries in,
+# one per target library (they cannot share one: verifiers 0.4, verifiers 0.3.1
+# and openenv 0.10 have no common resolution), and print their interpreters.
+# Installing takes minutes, so each venv is cached and reused until its
+# requirements file (python/requirements/TARGET.txt) changes.
 #
-#   GATEKEPT_TEST_VENV          where the venv lives (default: ~/.cache/gatekept/test-venv)
-#   GATEKEPT_PYTHON_BOOTSTRAP   interpreter that creates it (default: python3; 3.11 to 3.13)
+#   scripts/setup-python-env.sh [TARGET ...]   (default: every target)
 #
-# stdout carries only the interpreter path; progress goes to stderr.
+#   GATEKEPT_VENV_ROOT          where the venvs live (default: ~/.cache/gatekept/venvs)
+#   GATEKEPT_PYTHON_BOOTSTRAP   interpreter that creates them (default: python3; 3.11 to 3.13)
+#
+# stdout carries only the interpreter paths, one a target in the order asked;
+# progress goes to stderr.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-requirements="$repo_root/python/requirements-test.txt"
-venv="${GATEKEPT_TEST_VENV:-$HOME/.cache/gatekept/test-venv}"
+requirements_dir="$repo_root/python/requirements"
+venv_root="${GATEKEPT_VENV_ROOT:-$HOME/.cache/gatekept/venvs}"
 bootstrap="${GATEKEPT_PYTHON_BOOTSTRAP:-python3}"
 stamp_name=".gatekept-requirements.sha256"
 
@@ -29,60 +34,64 @@ sha256_of() {
   fi
 }
 
-[[ -f "$requirements" ]] || die "missing $requirements"
-want="$(sha256_of "$requirements")"
+build_target() {
+  local target="$1"
+  local requirements="$requirements_dir/$target.txt"
+  local venv="$venv_root/$target"
+  [[ -f "$requirements" ]] || die "missing $requirements"
+  want="$(sha256_of "$requirements")"
 
-# The fast path runs no Python at all, so a warm run costs milliseconds.
-if [[ -x "$venv/bin/python" && -f "$venv/$stamp_name" ]] && [[ "$(<"$venv/$stamp_name")" == "$want" ]]; then
-  printf '%s\n' "$venv/bin/python"
-  exit 0
-fi
+  # The fast path runs no Python at all, so a warm run costs milliseconds.
+  if [[ -x "$venv/bin/python" && -f "$venv/$stamp_name" ]] && [[ "$(<"$venv/$stamp_name")" == "$want" ]]; then
+    printf '%s\n' "$venv/bin/python"
+    return 0
+  fi
 
-command -v "$bootstrap" >/dev/null 2>&1 ||
-  die "interpreter '$bootstrap' not found; install Python 3.11 to 3.13 or set GATEKEPT_PYTHON_BOOTSTRAP"
-version="$("$bootstrap" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' </dev/null)" ||
-  die "'$bootstrap' does not run"
-# The bounds are verifiers' own (Requires-Python >=3.11,<3.14).
-"$bootstrap" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)' </dev/null ||
-  die "'$bootstrap' is Python $version; verifiers needs Python 3.11 to 3.13 (set GATEKEPT_PYTHON_BOOTSTRAP)"
-"$bootstrap" -c 'import venv, ensurepip' </dev/null 2>/dev/null ||
-  die "'$bootstrap' lacks the venv/ensurepip modules (on Debian: apt-get install python3-venv)"
+  command -v "$bootstrap" >/dev/null 2>&1 ||
+    die "interpreter '$bootstrap' not found; install Python 3.11 to 3.13 or set GATEKEPT_PYTHON_BOOTSTRAP"
+  version="$("$bootstrap" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' </dev/null)" ||
+    die "'$bootstrap' does not run"
+  # The bounds are verifiers' own (Requires-Python >=3.11,<3.14).
+  "$bootstrap" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)' </dev/null ||
+    die "'$bootstrap' is Python $version; verifiers needs Python 3.11 to 3.13 (set GATEKEPT_PYTHON_BOOTSTRAP)"
+  "$bootstrap" -c 'import venv, ensurepip' </dev/null 2>/dev/null ||
+    die "'$bootstrap' lacks the venv/ensurepip modules (on Debian: apt-get install python3-venv)"
 
-parent="$(dirname "$venv")"
-mkdir -p "$parent"
-# Leftovers of interrupted builds; recent ones may belong to a build still running.
-find "$parent" -maxdepth 1 -name "$(basename "$venv").tmp.*" -mmin +120 -exec rm -rf {} + 2>/dev/null || true
+  parent="$(dirname "$venv")"
+  mkdir -p "$parent"
+  # Leftovers of interrupted builds; recent ones may belong to a build still running.
+  find "$parent" -maxdepth 1 -name "$(basename "$venv").tmp.*" -mmin +120 -exec rm -rf {} + 2>/dev/null || true
 
-# Building beside the target and renaming it into place means an interrupted
-# install never leaves a directory that passes the stamp check above.
-tmp="$(mktemp -d "$venv.tmp.XXXXXX")"
-child=""
-cleanup() {
-  # An interrupted pip would otherwise keep writing into the directory being removed.
-  if [[ -n "$child" ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-# Runs a step in the background so a signal reaches the trap (and the step) at once.
-step() {
-  "$@" </dev/null >&2 &
-  child=$!
-  local rc=0
-  wait "$child" || rc=$?
+  # Building beside the target and renaming it into place means an interrupted
+  # install never leaves a directory that passes the stamp check above.
+  tmp="$(mktemp -d "$venv.tmp.XXXXXX")"
   child=""
-  return "$rc"
-}
+  cleanup() {
+    # An interrupted pip would otherwise keep writing into the directory being removed.
+    if [[ -n "$child" ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
+    rm -rf "$tmp"
+  }
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # Runs a step in the background so a signal reaches the trap (and the step) at once.
+  step() {
+    "$@" </dev/null >&2 &
+    child=$!
+    local rc=0
+    wait "$child" || rc=$?
+    child=""
+    return "$rc"
+  }
 
-started=$SECONDS
-log "building $venv with Python $version (this takes a few minutes)"
-step "$bootstrap" -m venv --prompt "$(basename "$venv")" "$tmp"
-step "$tmp/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$requirements"
+  started=$SECONDS
+  log "building $target at $venv with Python $version (this takes a few minutes)"
+  step "$bootstrap" -m venv --prompt "$(basename "$venv")" "$tmp"
+  step "$tmp/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$requirements"
 
-# Scripts and activate files record the directory they were built in; point
-# them at the final location before the rename makes the venv visible.
-"$tmp/bin/python" - "$tmp" "$venv" <<'PY' >&2
+  # Scripts and activate files record the directory they were built in; point
+  # them at the final location before the rename makes the venv visible.
+  "$tmp/bin/python" - "$tmp" "$venv" <<'PY' >&2
 import pathlib, sys
 old, new = sys.argv[1], sys.argv[2]
 root = pathlib.Path(old)
@@ -93,17 +102,28 @@ for path in [root / "pyvenv.cfg", *(root / "bin").iterdir()]:
     if old.encode() in data:
         path.write_bytes(data.replace(old.encode(), new.encode()))
 PY
-printf '%s\n' "$want" >"$tmp/$stamp_name"
+  printf '%s\n' "$want" >"$tmp/$stamp_name"
 
-if [[ -e "$venv" ]]; then
-  stale="$(mktemp -d "$venv.stale.XXXXXX")"
-  mv "$venv" "$stale/"
-  mv "$tmp" "$venv"
-  rm -rf "$stale"
-else
-  mv "$tmp" "$venv"
+  if [[ -e "$venv" ]]; then
+    stale="$(mktemp -d "$venv.stale.XXXXXX")"
+    mv "$venv" "$stale/"
+    mv "$tmp" "$venv"
+    rm -rf "$stale"
+  else
+    mv "$tmp" "$venv"
+  fi
+  trap - EXIT
+
+  log "$target ready in $((SECONDS - started))s"
+  printf '%s\n' "$venv/bin/python"
+}
+
+if [[ $# -eq 0 ]]; then
+  set -- $(cd "$requirements_dir" && ls -- *.txt | sed 's/\.txt$//')
 fi
-trap - EXIT
-
-log "ready in $((SECONDS - started))s"
-printf '%s\n' "$venv/bin/python"
+for target in "$@"; do
+  [[ -f "$requirements_dir/$target.txt" ]] ||
+    die "unknown target '$target' (known: $(cd "$requirements_dir" && ls -- *.txt | sed 's/\.txt$//' | tr '\n' ' '))"
+  # A subshell per target keeps each build's traps and temporary directory its own.
+  (build_target "$target")
+done

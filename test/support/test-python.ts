@@ -1,6 +1,7 @@
 /**
- * The cached virtualenv that `scripts/setup-python-env.sh` builds: tests run
- * the real verifiers and OpenEnv libraries in it instead of mocking them.
+ * The cached virtualenvs that `scripts/setup-python-env.sh` builds, one per
+ * target library: tests run the real verifiers and OpenEnv libraries in them
+ * instead of mocking them.
  */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -8,17 +9,21 @@ import path from 'node:path';
 
 import { execa } from 'execa';
 
+/** The targets, as named by python/requirements/TARGET.txt. */
+export type TestTarget = 'verifiers-v0' | 'verifiers-v1' | 'openenv';
+
 /** Same default and override as the setup script. */
-export function testVenvDir(): string {
-  return process.env.GATEKEPT_TEST_VENV || path.join(homedir(), '.cache', 'gatekept', 'test-venv');
+export function testVenvDir(target: TestTarget = 'verifiers-v0'): string {
+  const root = process.env.GATEKEPT_VENV_ROOT || path.join(homedir(), '.cache', 'gatekept', 'venvs');
+  return path.join(root, target);
 }
 
-export function testPython(): string {
-  const venv = testVenvDir();
+export function testPython(target: TestTarget = 'verifiers-v0'): string {
+  const venv = testVenvDir(target);
   const python = path.join(venv, 'bin', 'python');
   // The stamp is written last, so its absence means a build never finished.
   if (!existsSync(python) || !existsSync(path.join(venv, '.gatekept-requirements.sha256'))) {
-    throw new Error(`no test virtualenv at ${venv}: run \`bash scripts/setup-python-env.sh\` first`);
+    throw new Error(`no test virtualenv at ${venv}: run \`bash scripts/setup-python-env.sh ${target}\` first`);
   }
   return python;
 }
