@@ -14,6 +14,8 @@ import { judge } from './judge.js';
 import { loadCorpus } from './corpus.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import { DEFAULT_POLICY, policyRecord, type GatePolicy } from './policy.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import type { SandboxMode } from '../runtime/sandbox.js';
 import { parseVerifierSpec, type EvalRequest, type EvalResult } from '../runtime/python-session.js';
 import { formatSummary } from '../report/scorecard.js';
 import { hackability, hackRateInterval, riskLabel } from './score.js';
@@ -46,6 +48,10 @@ export interface GateOptions {
   /** Overrides the policy's seed. */
   seed?: number;
   python?: string;
+  /** Isolation of the verifier's processes: 'auto' (default; bubblewrap when available), 'bwrap' (required) or 'none'. */
+  sandbox?: SandboxMode;
+  /** Host paths the verifier must not be able to read even read-only (pack's output staging). */
+  hiddenPaths?: readonly string[];
   /** Where module specs and relative paths resolve (default: process.cwd()). */
   cwd?: string;
   pythonpath?: readonly string[];
@@ -196,7 +202,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const completionFormat = options.completionFormat ?? 'messages';
   // Python starts (and imports the verifier) while the inputs are read and planned.
   const poolOpening = WorkerPool.open({
-    python: options.python ?? 'python3',
+    python: resolvePython(options.python, cwd),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    ...(options.hiddenPaths ? { hiddenPaths: [...options.hiddenPaths] } : {}),
     target,
     pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
     completionFormat,

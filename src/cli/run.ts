@@ -6,7 +6,8 @@ import { formatScorecard } from '../report/scorecard.js';
 import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { defaultPython } from '../runtime/resolve-python.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_MODES, type SandboxMode } from '../runtime/sandbox.js';
 import { smokeCommand } from './smoke-command.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
@@ -24,6 +25,24 @@ const integer = (name: string) =>
     .regex(/^\d+$/, `${name} must be a whole number`)
     .transform(Number);
 
+/** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
+const seedOption = z
+  .string()
+  .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
+  .transform(Number)
+  .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+
+/**
+ * Resolve the sandbox before the run, so that a run without isolation says
+ * so every time, and a required one that is missing fails before any work.
+ */
+async function announceSandbox(io: Io, mode: SandboxMode): Promise<void> {
+  const sandbox = await openSandbox(mode);
+  if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+}
+
+const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
+
 const gateOptionsSchema = z
   .object({
     reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
@@ -38,9 +57,10 @@ const gateOptionsSchema = z
     format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
     dataset: z.string().optional(),
     policy: z.string().optional(),
-    seed: integer('--seed').optional(),
+    seed: seedOption.optional(),
     json: z.boolean().default(false),
     python: z.string().optional(),
+    sandbox: z.enum(SANDBOX_MODES).default('auto'),
     pythonpath: z.array(z.string()).default([]),
     completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
     workers: integer('--workers')
@@ -64,6 +84,7 @@ const OPTION_FLAGS: Record<string, string> = {
   python: '--python',
   completionFormat: '--completion-format',
   workers: '--workers',
+  sandbox: '--sandbox',
 };
 
 /** Validate commander's raw options; every invalid option on its own line. */
@@ -101,9 +122,11 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(gateOptionsSchema, raw);
       const policy = await resolvePolicy(options.policy);
+      await announceSandbox(io, options.sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
         const result = await gate({
@@ -115,7 +138,8 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           format: options.format,
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
-          python: defaultPython(options.python),
+          python: resolvePython(options.python),
+          sandbox: options.sandbox,
           pythonpath: options.pythonpath,
           completionFormat: options.completionFormat,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
@@ -138,6 +162,7 @@ const packOptionsSchema = z.object({
   archive: z.boolean().default(false),
   json: z.boolean().default(false),
   python: z.string().optional(),
+  sandbox: z.enum(SANDBOX_MODES).default('auto'),
   workers: integer('--workers')
     .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
     .optional(),
@@ -154,9 +179,11 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--json', 'print the audit record as JSON')
     .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema, raw);
       const policy = await resolvePolicy(options.policy);
+      await announceSandbox(io, options.sandbox);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
@@ -167,7 +194,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           policy,
           force: options.force,
           archive: options.archive,
-          python: defaultPython(options.python),
+          python: resolvePython(options.python),
+          sandbox: options.sandbox,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),
         });

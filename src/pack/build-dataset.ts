@@ -34,7 +34,8 @@ function generateArithmetic(generator: Generator): TaskRow[] {
     const a = operand();
     const b = operand();
     const operator = generator.operators[Math.floor(rng() * generator.operators.length)]!;
-    const value = operator === '+' ? a + b : operator === '-' ? a - b : a * b;
+    // BigInt: a product of two operands near 1e9 is past 2^53, where doubles drop digits.
+    const value = operator === '+' ? BigInt(a) + BigInt(b) : operator === '-' ? BigInt(a) - BigInt(b) : BigInt(a) * BigInt(b);
     const shown = (n: number): string => (n < 0 ? `(${n})` : String(n));
     return { question: `What is ${shown(a)} ${operator} ${shown(b)}?`, answer: String(value) };
   });

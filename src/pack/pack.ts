@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js';
 import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
@@ -15,7 +16,11 @@ import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import type { EvalRequest } from '../runtime/python-session.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
-import { checkDestination, commitStaging, createStaging, discardStaging } from './stage-output.js';
+import { adoptStagedFile, checkDestination, commitStaging, createStaging, discardStaging, verifyStaged, writeStagedFile } from './stage-output.js';
+import { liveDirRegistry } from '../runtime/cleanup.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import type { SandboxMode } from '../runtime/sandbox.js';
+import { makeRegisteredDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
 import type { AnswerFormat, Severity } from '../types.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
@@ -37,6 +42,8 @@ export interface GatekeepOptions {
   /** Also write a zip of the emitted tree. */
   archive?: boolean;
   python?: string;
+  /** Isolation of the verifier's processes (default 'auto'): see gate(). */
+  sandbox?: SandboxMode;
   cwd?: string;
   workers?: number;
   onProgress?: (done: number, total: number) => void;
@@ -123,9 +130,9 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
       seed.verifier === 'builtin'
         ? `the built-in ${seed.task} verifier`
         : `verifier.file ${seed.verifier.file} (verifier.function ${seed.verifier.function})`;
-    const message = error.message.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME);
+    const message = error.message.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME);
     throw new GatekeptError(error.code, `${where}: ${message}`, {
-      details: error.details.map((line) => line.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME)),
+      details: error.details.map((line) => line.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME)),
       suggestion: seed.verifier === 'builtin' ? (error.suggestion ?? '') : 'fix verifier.file / verifier.function in the seed, or the verifier itself',
       cause: error,
     });
@@ -142,6 +149,7 @@ async function unrewardedGoldRows(
   policy: GatePolicy,
   python: string,
   workers: number | undefined,
+  sandbox: SandboxMode | undefined,
 ): Promise<number[]> {
   const { seed } = loaded;
   const type = ANSWER_TYPE_OF_TASK[seed.task];
@@ -156,6 +164,7 @@ async function unrewardedGoldRows(
   });
   const pool = await WorkerPool.open({
     python,
+    ...(sandbox ? { sandbox } : {}),
     target: { kind: 'file', path: verifierFile, fn: functionName },
     pythonpath: [path.dirname(verifierFile)],
     completionFormat,
@@ -179,11 +188,12 @@ async function unrewardedGoldRows(
   }
 }
 
-async function writeTree(root: string, files: ReadonlyMap<string, string>): Promise<void> {
+/** The verifier is gated from a private temporary directory; this is its path in error messages. */
+const GATE_DIR_PATH = /\S*gatekept-\d+-[A-Za-z0-9]{6}[^\s:'"]*/g;
+
+async function writeTree(staging: string, root: string, files: ReadonlyMap<string, string>): Promise<void> {
   for (const [relative, content] of [...files.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    const target = path.join(root, ...relative.split('/'));
-    await mkdir(path.dirname(target), { recursive: true });
-    await writeFile(target, content);
+    await writeStagedFile(staging, `${root}/${relative}`, content);
   }
 }
 
@@ -191,7 +201,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const outDir = path.resolve(cwd, options.outDir);
   const force = options.force ?? false;
-  const python = options.python ?? 'python3';
+  const python = resolvePython(options.python, cwd);
 
   // 1. Inputs, checked before any work so a bad --out fails fast.
   const policy =
@@ -203,13 +213,14 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const verifier = await scaffoldVerifier(loaded);
   const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
 
-  // 2. Everything below happens in staging; nothing reaches outDir unless the gate passes.
-  const staging = await createStaging(outDir);
+  // 2. The verifier is gated from a private directory that holds nothing
+  // else. The output is staged only after a PASS, once every process the
+  // verifier ran in is gone, so nothing it did can reach what is emitted.
+  const workDir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveDirRegistry());
+  let staging: string | null = null;
   try {
-    const workDir = path.join(staging, '.gate');
-    await mkdir(workDir);
     const verifierFile = path.join(workDir, VERIFIER_FILE_NAME);
-    await writeFile(verifierFile, verifier.source);
+    await writeFile(verifierFile, verifier.source, { flag: 'wx' });
 
     const result = await gateNamingSeed(seed, () =>
       gate({
@@ -220,6 +231,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         format: 'auto',
         policy,
         python,
+        ...(options.sandbox ? { sandbox: options.sandbox } : {}),
         cwd,
         completionFormat: verifier.completionFormat,
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
@@ -229,7 +241,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
     const unrewarded =
       result.decision === 'PASS'
-        ? await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
+        ? await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers, options.sandbox)
         : [];
     const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
 
@@ -265,7 +277,6 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       summary: () => formatSummary({ ...record, timing: result.record.timing }),
     };
     if (decision === 'REJECT') {
-      await discardStaging(staging);
       return { emitted: false, gate: gateView, exitCode: EXIT.reject, timing: result.record.timing };
     }
 
@@ -290,16 +301,18 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       },
       toolVersion: TOOL.version,
     };
-    await rm(workDir, { recursive: true, force: true });
-    await writeTree(path.join(staging, 'verifiers', seed.name), renderVerifiersPackage(spec));
-    await writeTree(path.join(staging, 'openenv', seed.name), renderOpenEnvPackage(spec));
-    await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
+    staging = await createStaging(outDir);
+    await writeTree(staging, `verifiers/${seed.name}`, renderVerifiersPackage(spec));
+    await writeTree(staging, `openenv/${seed.name}`, renderOpenEnvPackage(spec));
+    await writeStagedFile(staging, AUDIT_FILE_NAME, `${JSON.stringify(record, null, 2)}\n`);
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
       // The zip writer is loaded only when asked for: it is the heaviest import in the tool.
       const { writeArchive } = await import('./write-archive.js');
+      await verifyStaged(staging);
       await writeArchive(staging, path.join(staging, archiveName));
+      await adoptStagedFile(staging, archiveName);
     }
     await commitStaging(staging, outDir, force);
     return {
@@ -316,7 +329,10 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       timing: result.record.timing,
     };
   } catch (error) {
-    await discardStaging(staging);
+    if (staging) await discardStaging(staging);
     throw error;
+  } finally {
+    liveDirRegistry().delete(workDir);
+    await rm(workDir, { recursive: true, force: true });
   }
 }

@@ -121,6 +121,8 @@ export class PythonProcess {
   readonly closed: Promise<void>;
   readonly requests: Writable | null;
   readonly replies: Readable | null;
+  /** For callers that read events from stdout as well (its tail is kept either way). */
+  readonly stdoutStream: Readable | null;
 
   private constructor(
     private readonly child: ChildProcess,
@@ -132,6 +134,7 @@ export class PythonProcess {
     this.stderr = new TailBuffer(outputCap);
     this.requests = (child.stdio[3] as Writable | null | undefined) ?? null;
     this.replies = (child.stdio[4] as Readable | null | undefined) ?? null;
+    this.stdoutStream = child.stdout;
     registerGroup(pid);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
