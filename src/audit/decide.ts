@@ -96,6 +96,7 @@ export function decide(input: DecisionInput): Decision {
     });
   }
   for (const effect of input.sideEffects) {
+    if (effect.kind === 'process') continue; // child processes are allowed within limits, and recorded
     reasons.push({
       code: 'SIDE_EFFECTS',
       message: `side effects: ${effect.kind} on ${effect.count} call${effect.count === 1 ? '' : 's'} (${effect.example}); a reward function must be a pure function of its inputs`,

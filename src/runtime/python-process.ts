@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { GatekeptError } from '../errors.js';
 import { registerGroup, releaseGroup, killGroup } from './cleanup.js';
@@ -128,6 +129,7 @@ export class PythonProcess {
     private readonly child: ChildProcess,
     pid: number,
     outputCap: number,
+    sandboxed: boolean,
   ) {
     this.pid = pid;
     this.stdout = new TailBuffer(outputCap);
@@ -138,7 +140,7 @@ export class PythonProcess {
     registerGroup(pid);
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
-        this.exitInfo = { code, signal };
+        this.exitInfo = sandboxed ? unwrapSandboxExit({ code, signal }) : { code, signal };
         // Anything it left running in its group (or sandbox) goes with it.
         killGroup(pid);
         releaseGroup(pid);
@@ -189,7 +191,7 @@ export class PythonProcess {
       child.kill('SIGKILL');
       throw new GatekeptError('HARNESS_FAILED', 'the Python process started without its pipes');
     }
-    const started = new PythonProcess(child, child.pid, options.outputCapBytes);
+    const started = new PythonProcess(child, child.pid, options.outputCapBytes, launch.command !== options.python);
     if (options.input !== undefined) child.stdin!.end(options.input);
     return started;
   }
@@ -235,6 +237,14 @@ export class PythonProcess {
     this.kill();
     await waitFor(this.exited, Math.max(graceMs, 1000));
   }
+}
+
+/** bubblewrap reports a child killed by signal N as exit status 128 + N, like a shell. */
+function unwrapSandboxExit(info: ExitInfo): ExitInfo {
+  if (info.code === null || info.code <= 128) return info;
+  const number = info.code - 128;
+  const name = (Object.keys(constants.signals) as NodeJS.Signals[]).find((key) => constants.signals[key] === number);
+  return name ? { code: null, signal: name } : info;
 }
 
 /** Resolves when `promise` settles or after `ms`, holding Node open meanwhile. */

@@ -35,6 +35,8 @@ export const SIDE_EFFECT_KINDS = [
   'kill_blocked',
   'file_read_blocked',
   'subprocess_started',
+  /** A child process the verifier started (allowed, killed when the call ends). */
+  'process',
   'exit_attempt',
   'output',
 ] as const;
@@ -938,7 +940,8 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
     ...normalised.pythonpath,
     ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : []),
   ];
-  const session = new PythonSession(normalised, workdir, sandbox, readable);
+  // The interpreter's own executable, not a wrapper around it (a pyenv shim).
+  const session = new PythonSession({ ...normalised, python: runtime.executable }, workdir, sandbox, readable);
   try {
     await session.start();
   } catch (error) {

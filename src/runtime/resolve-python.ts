@@ -55,8 +55,14 @@ export function resolvePython(explicit: string | undefined, cwd: string = proces
 export const defaultPython = (explicit: string | undefined): string => resolvePython(explicit);
 
 export interface PythonRuntime {
-  /** Absolute path of the interpreter as given (not through symlinks). */
+  /** The interpreter as given. */
   python: string;
+  /**
+   * The interpreter's own sys.executable: what a wrapper (a pyenv shim, a
+   * script) ends up running. Processes start this, so a sandbox needs no
+   * view of the wrapper's machinery.
+   */
+  executable: string;
   version: [number, number, number];
   /** Everything the interpreter reads at start-up and import: prefixes, sys.path, the real binary. */
   paths: string[];
@@ -64,7 +70,7 @@ export interface PythonRuntime {
 
 const PROBE_SCRIPT = [
   'import json, os, sys',
-  'print("GATEKEPT-PROBE " + json.dumps({"version": list(sys.version_info[:3]), "paths": [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p]}))',
+  'print("GATEKEPT-PROBE " + json.dumps({"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p]}))',
 ].join('\n');
 
 const runtimes = new Map<string, Promise<PythonRuntime>>();
@@ -103,9 +109,9 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           return;
         }
         const line = String(stdout).split('\n').find((entry) => entry.startsWith('GATEKEPT-PROBE '));
-        let parsed: { version: [number, number, number]; paths: string[] } | null = null;
+        let parsed: { version: [number, number, number]; executable: string; paths: string[] } | null = null;
         try {
-          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; paths: string[] }) : null;
+          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; executable: string; paths: string[] }) : null;
         } catch {
           parsed = null;
         }
@@ -133,7 +139,8 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           );
           return;
         }
-        resolve({ python, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))] });
+        const executable = typeof parsed.executable === 'string' && path.isAbsolute(parsed.executable) ? parsed.executable : python;
+        resolve({ python, executable, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))] });
       },
     );
   });

@@ -104,8 +104,10 @@ export function parseSandboxMode(value: string | undefined): SandboxMode {
 
 function baseArgs(shareNet: boolean): string[] {
   return [
-    shareNet ? '--unshare-user' : '--unshare-all',
-    ...(shareNet ? ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'] : []),
+    // Root does not get a user namespace from --unshare-all alone.
+    '--unshare-all',
+    '--unshare-user',
+    ...(shareNet ? ['--share-net'] : []),
     '--uid', String(SANDBOX_UID),
     '--gid', String(SANDBOX_UID),
     '--disable-userns',
