@@ -28,6 +28,15 @@ function findOnPath(name: string): string | null {
   return null;
 }
 
+/** `--python venv` names the virtual environment in the current directory, not a program on PATH. */
+function isVenvDir(candidate: string): boolean {
+  try {
+    return statSync(candidate).isDirectory() && statSync(path.join(candidate, 'bin', 'python')).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * An absolute path for the interpreter: a bare name is looked up on PATH, a
  * relative path is taken from `cwd`, and a virtual environment's directory
@@ -37,7 +46,7 @@ function findOnPath(name: string): string | null {
  */
 export function resolvePython(explicit: string | undefined, cwd: string = process.cwd()): string {
   const chosen = chosenPython(explicit);
-  const isPath = chosen.includes('/') || chosen.includes(path.sep);
+  const isPath = chosen.includes('/') || chosen.includes(path.sep) || isVenvDir(path.resolve(cwd, chosen));
   const located = isPath ? path.resolve(cwd, chosen) : findOnPath(chosen);
   if (located === null) return chosen;
   try {
@@ -96,7 +105,8 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
   return new Promise((resolve, reject) => {
     execFile(
       python,
-      ['-B', '-c', PROBE_SCRIPT],
+      // The flags every process of ours starts with, so an interpreter that cannot take them fails here.
+      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT],
       { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' }, maxBuffer: 4 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -116,7 +126,12 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           parsed = null;
         }
         if (!parsed) {
-          const banner = /\bPython (\d+)\.(\d+)/.exec(`${String(stderr)}\n${String(stdout)}`);
+          const output = `${String(stderr)}\n${String(stdout)}`;
+          if (/-X is reserved|unknown option.*-X/i.test(output)) {
+            reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' does not take -X, so it is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
+            return;
+          }
+          const banner = /\bPython (\d+)\.(\d+)(?:\.\d+)?/.exec(output);
           if (banner && (Number(banner[1]) < minimumVersion[0] || (Number(banner[1]) === minimumVersion[0] && Number(banner[2]) < minimumVersion[1]))) {
             reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' is ${banner[0]}, which is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
             return;
