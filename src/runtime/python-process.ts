@@ -3,6 +3,7 @@ import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { GatekeptError } from '../errors.js';
 import { registerGroup, releaseGroup, killGroup } from './cleanup.js';
+import { escapeControl } from './escape-control.js';
 import { bwrapCommand, type Sandbox, type SandboxLayout } from './sandbox.js';
 
 /**
@@ -212,8 +213,9 @@ export class PythonProcess {
     return this.exitInfo ? describeExit(this.exitInfo) : 'is still running';
   }
 
+  /** The last lines of stderr, control characters escaped: they go to a terminal. */
   stderrTail(lines: number): string[] {
-    return tailLines(this.stderr.text(), lines);
+    return tailLines(escapeControl(this.stderr.text()), lines);
   }
 
   /** SIGKILL the whole group: the process and anything it started. */

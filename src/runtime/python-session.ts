@@ -16,6 +16,7 @@ import { z } from 'zod';
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';
+import { escapeControl, escapeLine } from './escape-control.js';
 import { describeExit, LineFramer, PythonProcess, tailLines, waitFor, type ExitInfo } from './python-process.js';
 import { probePython, resolvePython } from './resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
@@ -517,7 +518,7 @@ function oldVersionBanner(output: string): string | null {
 }
 
 function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): GatekeptError {
-  const stderr = worker.stderr.text();
+  const stderr = escapeControl(worker.stderr.text());
   const details = tailLines(stderr, STDERR_TAIL_LINES);
   if (/needs Python 3\.10 or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
     return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python 3.10`, {
@@ -610,6 +611,8 @@ class PythonSession implements VerifierSession {
   private closing: Promise<void> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly launchSpec: WorkerLaunch;
+  /** What the verifier's import left in its home: its own setup, not a call's side effect. */
+  private homeBaseline = new Set<string>();
   /** The worker's home and temp directory as it sees them. */
   private readonly inside: { home: string; tmp: string };
 
@@ -639,6 +642,29 @@ class PythonSession implements VerifierSession {
     const { worker, info } = await this.launch();
     this.worker = worker;
     this.info = info;
+    this.homeBaseline = new Set(await readdir(path.join(this.workdir, 'home')).catch(() => [] as string[]));
+  }
+
+  /**
+   * The harness removes and reports what each call creates in its home. What
+   * is still there after a batch got past that bookkeeping (which runs in the
+   * verifier's own interpreter and can be switched off), so gatekept looks
+   * for itself, and reports and removes it.
+   */
+  private async checkWorkdir(results: EvalResult[]): Promise<void> {
+    const home = path.join(this.workdir, 'home');
+    const names = await readdir(home).catch(() => [] as string[]);
+    const planted = names.filter((name) => !this.homeBaseline.has(name)).sort();
+    if (planted.length === 0) return;
+    await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true })));
+    let index = results.length - 1;
+    while (index > 0 && results[index]!.status === 'skipped') index -= 1;
+    const last = results[index];
+    if (!last) return;
+    results[index] = {
+      ...last,
+      sideEffects: [...last.sideEffects, ...planted.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` }))],
+    };
   }
 
   evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
@@ -693,6 +719,7 @@ class PythonSession implements VerifierSession {
       }
       await this.restart();
     }
+    await this.checkWorkdir(results);
     return results;
   }
 
@@ -789,7 +816,12 @@ class PythonSession implements VerifierSession {
             if (lines.length > 1) throw protocolError('more than one reply to init', lines[1]!);
             const reply = parseReply(readyReplySchema, line);
             if (reply.op === 'error') throw protocolError(reply.message, line);
-            if (!reply.ok) throw loadFailure(reply.error, options);
+            if (!reply.ok) {
+              throw loadFailure(
+                { ...reply.error, message: escapeControl(reply.error.message), traceback: escapeControl(reply.error.traceback) },
+                options,
+              );
+            }
             settle(() =>
               resolve({
                 params: reply.params,
@@ -866,10 +898,10 @@ class PythonSession implements VerifierSession {
             results[next] = {
               status: reply.status,
               reward: reply.reward,
-              rewardType: reply.reward_type,
+              rewardType: escapeLine(reply.reward_type),
               nonFinite: reply.nonfinite,
-              error: reply.error,
-              sideEffects: reply.side_effects,
+              error: reply.error ? { type: escapeLine(reply.error.type), message: escapeLine(reply.error.message) } : null,
+              sideEffects: reply.side_effects.map((effect) => ({ kind: effect.kind, detail: escapeLine(effect.detail) })),
               ms: reply.ms,
             };
             next += 1;
