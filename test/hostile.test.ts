@@ -153,6 +153,7 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
   it('stateful: a reward that depends on earlier calls is not a function of its inputs', async () => {
     const run = await gate('stateful');
     expect(run.stdout).toMatch(/^decision: REJECT$/m);
+    expect(run.stdout).toMatch(/not a function of its inputs: \d+ of \d+ calls scored again/);
     expect(run.exitCode).toBe(1);
     await expectContained(run);
   });

@@ -20,7 +20,9 @@ export type ReasonCode =
   | 'SIDE_EFFECTS'
   | 'HACKABILITY_OVER'
   | 'HACK_RATE_CI_OVER'
-  | 'NOTHING_AUDITED';
+  | 'NOTHING_AUDITED'
+  /** The same call scored differently later or in a fresh process. */
+  | 'NOT_A_FUNCTION';
 
 export interface Reason {
   code: ReasonCode;

@@ -22,6 +22,7 @@ import { hackability, hackRateInterval, riskLabel } from './score.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_TYPES, type AnswerFormat, type AnswerType, type CompletionFormat } from '../types.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
+import { evaluateShuffled, RescoreSample } from './rescore.js';
 
 /**
  * The gate, top to bottom: resolve the inputs, calibrate the verifier on the
@@ -243,19 +244,25 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       );
     });
     let evaluations = 0;
+    let batches = 0;
+    const rescore = new RescoreSample(policy.seed);
     let expectedTotal = 0;
     let progressDone = 0;
     const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
       options.onRequests?.(requests);
       const onProgress = progress && options.onProgress ? options.onProgress : undefined;
       const before = progressDone;
-      const results = await Promise.race([
-        pool.evaluate(requests, {
-          stopOnTimeout: true,
-          ...(onProgress ? { onProgress: (done: number) => onProgress(before + done, Math.max(expectedTotal, before + requests.length)) } : {}),
-        }),
-        overall,
-      ]);
+      batches += 1;
+      const results = await evaluateShuffled(requests, policy.seed, batches, (shuffled) =>
+        Promise.race([
+          pool.evaluate(shuffled, {
+            stopOnTimeout: true,
+            ...(onProgress ? { onProgress: (done: number) => onProgress(before + done, Math.max(expectedTotal, before + shuffled.length)) } : {}),
+          }),
+          overall,
+        ]),
+      );
+      rescore.add(requests, results);
       if (progress) progressDone += requests.length;
       evaluations += results.filter((result) => result.status !== 'skipped').length;
       return results;
@@ -366,6 +373,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       rowsAudited += chunk.length;
       if (start + ROWS_PER_CHUNK < plans.length) collectGarbageIfGrown();
     }
+    const recheck = tally.timedOut ? null : await Promise.race([rescore.recheck(pool), overall]);
     // Shutting the workers down overlaps with scoring and the record.
     const closing = pool.close();
 
@@ -387,6 +395,13 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       errors: errors.map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
       sideEffects: sideEffects.map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
     });
+    if (recheck && recheck.changed > 0) {
+      decision.decision = 'REJECT';
+      decision.reasons.push({
+        code: 'NOT_A_FUNCTION',
+        message: `not a function of its inputs: ${recheck.changed} of ${recheck.total} calls scored again at the end of the audit or in a fresh process got a different reward (${recheck.example ?? ''})`,
+      });
+    }
 
     // 6. The record.
     const familyMeta = new Map(corpus.families.map((family) => [family.family, { title: family.title, hardening: family.hardening }]));
