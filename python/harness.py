@@ -212,6 +212,8 @@ S.isolated = False
 S.main_pid = os.getpid()
 S.forks = 0
 S.popen_pending = False
+S.calls_since_sweep = 0
+STRAY_SWEEP_CALLS = 32
 
 
 # ---------------------------------------------------------------- utilities
@@ -743,6 +745,12 @@ def _sandbox_strays():
     however it detached (setsid, a double fork)."""
     if not S.isolated:
         return []
+    # Listing /proc costs as much as a fast call; a call that forked where the
+    # hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
+    S.calls_since_sweep += 1
+    if S.forks == 0 and S.calls_since_sweep < STRAY_SWEEP_CALLS:
+        return []
+    S.calls_since_sweep = 0
     me = _getpid()
     strays = []
     try:
