@@ -161,6 +161,8 @@ function scalesHtml(record: ReportAudit): string {
 function familyChartHtml(record: ReportAudit): string {
   const rows = familyRows(record);
   if (rows.length === 0) return '';
+  // A record from before false accepts were measured has no such column, rather than a column of zeros.
+  const falseAcceptsKnown = record.false_accepts !== undefined;
   const body = rows.map((row) => {
     const exploit = row.attempts > 0 ? (row.exploits / row.attempts) * 100 : 0;
     const falseAccept = row.attempts > 0 ? (row.falseAccepts / row.attempts) * 100 : 0;
@@ -170,15 +172,14 @@ function familyChartHtml(record: ReportAudit): string {
       falseAccept > 0 ? `<rect x="${fixed(exploit, 2)}" y="2" width="${fixed(Math.max(1, Math.min(100 - exploit, falseAccept)), 2)}" height="10" fill="var(--false-accept)"/>` : '',
     ].join('');
     const quiet = row.exploits === 0 && row.falseAccepts === 0 ? ' class="quiet"' : '';
-    return `<tr${quiet}><td class="family"><code>${esc(row.family)}</code><div class="small muted title-col">${esc(row.title)}</div></td><td class="num">${row.attempts}</td><td class="num">${row.exploits}</td><td class="num">${row.falseAccepts}</td><td>${severityHtml(row.severity)}</td><td class="bar"><svg viewBox="0 0 100 14" preserveAspectRatio="none" role="img" aria-label="${row.exploits} exploits and ${row.falseAccepts} false accepts in ${row.attempts} attempts">${bar}</svg></td></tr>`;
+    return `<tr${quiet}><td class="family"><code>${esc(row.family)}</code><div class="small muted title-col">${esc(row.title)}</div></td><td class="num">${row.attempts}</td><td class="num">${row.exploits}</td>${falseAcceptsKnown ? `<td class="num">${row.falseAccepts}</td>` : ''}<td class="sev-col">${severityHtml(row.severity)}</td><td class="bar"><svg viewBox="0 0 100 14" preserveAspectRatio="none" role="img" aria-label="${row.exploits} exploits and ${row.falseAccepts} false accepts in ${row.attempts} attempts">${bar}</svg></td></tr>`;
   });
-  const falseAcceptsKnown = record.false_accepts !== undefined;
   return [
     `<section><h2>Attack families</h2>`,
-    `<div class="scroll"><table class="chart"><thead><tr><th>family</th><th class="num">attempts</th><th class="num">exploits</th><th class="num">false accepts</th><th>severity</th><th>share of attempts</th></tr></thead><tbody>`,
+    `<div class="scroll"><table class="chart"><thead><tr><th>family</th><th class="num">attempts</th><th class="num">exploits</th>${falseAcceptsKnown ? '<th class="num">false accepts</th>' : ''}<th class="sev-col">severity</th><th>share rewarded</th></tr></thead><tbody>`,
     ...body,
     `</tbody></table></div>`,
-    `<div class="legend"><span><span class="swatch" style="background:var(--exploit)"></span>exploits</span><span><span class="swatch" style="background:var(--false-accept)"></span>false accepts${falseAcceptsKnown ? '' : ' (not measured by this record)'}</span><span><span class="swatch" style="background:var(--track)"></span>attempts not rewarded</span></div>`,
+    `<div class="legend"><span><span class="swatch" style="background:var(--exploit)"></span>exploits</span>${falseAcceptsKnown ? '<span><span class="swatch" style="background:var(--false-accept)"></span>false accepts</span>' : ''}<span><span class="swatch" style="background:var(--track)"></span>attempts not rewarded</span></div>`,
     `</section>`,
   ].join('\n');
 }

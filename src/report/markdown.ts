@@ -112,11 +112,19 @@ function auditMd(record: ReportAudit, h: string): string[] {
     const hit = families.filter((family) => family.exploits > 0 || family.falseAccepts > 0);
     const quiet = families.length - hit.length;
     if (hit.length > 0) {
+      // A record from before false accepts were measured gets no column of zeros.
+      const measured = record.false_accepts !== undefined;
       lines.push(
         ...table(
-          ['family', 'attempts', 'exploits', 'false accepts', 'severity'],
-          hit.map((family) => [code(family.family), String(family.attempts), String(family.exploits), String(family.falseAccepts), family.severity ?? '–']),
-          new Set([1, 2, 3]),
+          ['family', 'attempts', 'exploits', ...(measured ? ['false accepts'] : []), 'severity'],
+          hit.map((family) => [
+            code(family.family),
+            String(family.attempts),
+            String(family.exploits),
+            ...(measured ? [String(family.falseAccepts)] : []),
+            family.severity ?? '–',
+          ]),
+          new Set(measured ? [1, 2, 3] : [1, 2]),
         ),
         '',
       );
@@ -188,7 +196,7 @@ function auditMd(record: ReportAudit, h: string): string[] {
   }
 
   lines.push('<details>', '<summary>Provenance and policy</summary>', '');
-  lines.push(...table(['', ''], [...provenanceRows(record), ...policyRows(record.policy).map(([key, value]): [string, string] => [`policy ${key}`, value])].map(([key, value]) => [key, code(value)])), '');
+  lines.push(...table(['field', 'value'], [...provenanceRows(record), ...policyRows(record.policy).map(([key, value]): [string, string] => [`policy ${key}`, value])].map(([key, value]) => [key, code(value)])), '');
   const timing = timingText(record);
   if (timing) lines.push(`Audit time ${timing} (the one part of a record that changes between runs).`, '');
   lines.push('</details>', '');
