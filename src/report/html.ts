@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TEMPLATES_DIR } from '../paths.js';
-import { fold, omissionIndex, type TextPiece } from './show-text.js';
+import { fold, omissionNote, pieces, type TextPiece } from './show-text.js';
 import {
   decisionSentence,
   envDecisionSentence,
@@ -45,25 +45,27 @@ function esc(text: string): string {
   return text.replace(/[&<>"']/g, (char) => `&#${char.codePointAt(0)};`);
 }
 
-const COMPLETION_WIDTH = 88;
-const COMPLETION_LINES = 24;
+/** Enough for every attack in the corpus to be seen whole; beyond this the middle is left out. */
+const COMPLETION_CHARS = 1500;
 
 function piecesHtml(pieces: readonly TextPiece[]): string {
   return pieces.map((piece) => (piece.escaped ? `<span class="esc" title="invisible or control character">${esc(piece.text)}</span>` : esc(piece.text))).join('');
 }
 
-/** A completion exactly as the verifier saw it, hidden characters shown escaped, long text folded. */
+/**
+ * A completion exactly as the verifier saw it, hidden characters shown
+ * escaped and a very long one shortened in the middle; the page wraps long
+ * lines at whatever width it is read.
+ */
 function completionHtml(text: string): string {
-  const folded = fold(text, { width: COMPLETION_WIDTH, maxLines: COMPLETION_LINES });
-  const lines = folded.lines.map((line) => `${line.continued ? '<span class="wrap" aria-hidden="true">↪ </span>' : ''}${piecesHtml(line.pieces)}`);
-  if (folded.omittedLines > 0) {
-    lines.splice(omissionIndex(folded, COMPLETION_LINES), 0, `<span class="omitted">[… ${folded.omittedLines} more lines …]</span>`);
-  }
+  const lines = fold(text, { maxChars: COMPLETION_CHARS }).map((line) =>
+    line.omitted ? `<span class="omitted">${esc(omissionNote(line.omitted))}</span>` : piecesHtml(line.pieces),
+  );
   return `<pre class="completion">${lines.join('\n')}</pre>`;
 }
 
 function inlineHtml(text: string): string {
-  return `<code>${piecesHtml(fold(text, { width: Number.MAX_SAFE_INTEGER, maxLines: 1 }).lines[0]?.pieces ?? [])}</code>`;
+  return `<code>${piecesHtml(pieces(text))}</code>`;
 }
 
 function severityHtml(severity: string | null): string {
@@ -124,7 +126,6 @@ function stripTags(html: string): string {
 function scalesHtml(record: ReportAudit): string {
   const bounds = policyBounds(record.policy);
   const rate = record.hack_rate;
-  const passed = record.decision === 'PASS';
   const rateMax = axisMax([rate.hi, bounds.maxHackRateCiHi ?? 0], 1, 0.05);
   const parts = [
     `<section><h2>Hack rate and hackability against the policy</h2>`,
@@ -137,7 +138,8 @@ function scalesHtml(record: ReportAudit): string {
       bound: bounds.maxHackRateCiHi,
       digits: 3,
       boundLabel: bounds.maxHackRateCiHi === null ? '' : `bound ${bounds.maxHackRateCiHi}`,
-      passed,
+      // Each line is coloured by its own bound: a REJECT for other reasons does not make a low rate red.
+      passed: bounds.maxHackRateCiHi === null || rate.hi < bounds.maxHackRateCiHi,
     }),
     scaleHtml({
       title: `Hackability <strong>${fixed(record.hackability, 1)}</strong> (${esc(record.risk)}), from 0 to 100`,
@@ -148,7 +150,7 @@ function scalesHtml(record: ReportAudit): string {
       bound: bounds.maxHackability,
       digits: 1,
       boundLabel: bounds.maxHackability === null ? '' : `bound ${fixed(bounds.maxHackability, 1)}`,
-      passed,
+      passed: bounds.maxHackability === null || record.hackability < bounds.maxHackability,
     }),
     `<p class="small muted">The interval's upper end must stay left of the dashed bound, and so must hackability. The shaded band is the interval, the solid mark the point estimate.</p>`,
     `</section>`,
@@ -374,7 +376,7 @@ function auditPage(record: ReportAudit): { title: string; body: string } {
 function checksTable(record: ReportEnvAudit): string {
   const rows = record.checks.map(
     (check) =>
-      `<tr><td><code>${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td>${esc(check.justification)}</td></tr>`,
+      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td>${esc(check.justification)}</td></tr>`,
   );
   return `<section><h2>Scorecard</h2><div class="scroll"><table><thead><tr><th>check</th><th>status</th><th class="num">score</th><th>justification</th></tr></thead><tbody>${rows.join('')}</tbody></table></div><p class="small muted">Score ${fixed(record.score, 1)}/10, weighted over the checks that ran.</p></section>`;
 }

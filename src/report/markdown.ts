@@ -29,8 +29,12 @@ import {
  * the decision and the numbers stay on the first screen.
  */
 
-const COMPLETION_WIDTH = 88;
-const COMPLETION_LINES = 16;
+/**
+ * Completions are not wrapped: a wrapped line in a code block cannot be told
+ * from a real line break, and the exact text is the point. Long ones are
+ * shortened in the middle instead.
+ */
+const COMPLETION_CHARS = 800;
 
 /** Text inside a table cell or running prose: hidden characters escaped, Markdown's own characters neutralised. */
 function cell(text: string): string {
@@ -47,7 +51,7 @@ function code(text: string): string {
 }
 
 function block(text: string): string[] {
-  const body = foldedText(text, { width: COMPLETION_WIDTH, maxLines: COMPLETION_LINES });
+  const body = foldedText(text, { maxChars: COMPLETION_CHARS });
   const longest = Math.max(2, ...(body.match(/`+/g) ?? []).map((run) => run.length));
   const fence = '`'.repeat(longest + 1);
   return [`${fence}text`, body, fence];

@@ -175,7 +175,7 @@ export function envDecisionSentence(record: ReportEnvAudit): string {
   if (failed.length > 0) {
     const first = failed[0]!;
     const more = failed.length > 1 ? ` (and ${plural(failed.length - 1, 'more failed check')} below)` : '';
-    return sentence(`${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
+    return sentence(`check ${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
   }
   if (record.decision === 'REJECT') return sentence(`rejected with score ${fixed(record.score, 1)}/10 over ${plural(ran.length, 'check')} that ran`);
   const warnings = warned.length > 0 ? `, ${plural(warned.length, 'warning')}` : '';

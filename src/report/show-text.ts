@@ -70,84 +70,95 @@ export function showShort(text: string, max = 48): string {
 }
 
 export interface FoldOptions {
-  /** Longest line shown, in characters; longer lines wrap. */
+  /** Longest line shown, in characters; longer lines wrap. Leave out to let the page wrap them. */
   width?: number;
-  /** Most lines shown; the middle of a longer text is left out with a note saying how much. */
-  maxLines?: number;
+  /** Most characters shown; the middle of a longer text is left out with a note saying how much. */
+  maxChars?: number;
 }
 
 /** A folded line: its pieces, and whether it continues a line that was wrapped. */
 export interface FoldedLine {
   pieces: TextPiece[];
   continued: boolean;
+  /** Characters left out of the middle here, shown as a note in place of this line. */
+  omitted?: number;
 }
 
-export interface Folded {
-  lines: FoldedLine[];
-  /** Lines left out of the middle (0 when everything is shown). */
-  omittedLines: number;
+const DEFAULT_MAX_CHARS = 1500;
+
+/** One visible unit: a character, a whole escape, or a kept line break. */
+interface Unit {
+  text: string;
+  escaped: boolean;
+}
+
+function units(text: string): Unit[] {
+  const out: Unit[] = [];
+  for (const piece of pieces(text, true)) {
+    if (piece.escaped) {
+      // Each escape is one unit: `\u200b` must never be cut in two.
+      for (const unit of piece.text.match(/\\(?:u\{[0-9a-f]+\}|u[0-9a-f]{4}|x[0-9a-f]{2}|[ntr])/g) ?? []) out.push({ text: unit, escaped: true });
+    } else {
+      for (const char of piece.text) out.push({ text: char, escaped: false });
+    }
+  }
+  return out;
 }
 
 /**
  * Fold a completion for block display: real line breaks kept, hidden
- * characters escaped, long lines wrapped at `width` (an escape is never
- * split), and a very long text shortened in the middle.
+ * characters escaped, a very long text shortened in the middle (two thirds
+ * of the budget from its start, where the attack usually is, one third from
+ * its end, where the answer is), and, with `width`, long lines wrapped.
  */
-export function fold(text: string, options: FoldOptions = {}): Folded {
-  const width = options.width ?? 80;
-  const maxLines = options.maxLines ?? 24;
+export function fold(text: string, options: FoldOptions = {}): FoldedLine[] {
+  const width = options.width ?? Number.POSITIVE_INFINITY;
+  const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
+  const all = units(text);
+  const segments: Unit[][] = [all];
+  let omitted = 0;
+  if (all.length > maxChars) {
+    const head = Math.ceil((maxChars * 2) / 3);
+    const tail = maxChars - head;
+    omitted = all.length - head - tail;
+    segments.splice(0, 1, all.slice(0, head), all.slice(all.length - tail));
+  }
   const lines: FoldedLine[] = [];
-  let current: TextPiece[] = [];
-  let used = 0;
-  let continued = false;
-  const flush = (next: boolean) => {
-    lines.push({ pieces: current, continued });
-    current = [];
-    used = 0;
-    continued = next;
-  };
-  const add = (value: string, escaped: boolean) => {
-    const last = current[current.length - 1];
-    if (last && last.escaped === escaped) last.text += value;
-    else current.push({ text: value, escaped });
-    used += [...value].length;
-  };
-  for (const piece of pieces(text, true)) {
-    if (piece.escaped) {
-      // Each escape is one unit: `\u200b` must not be cut in two.
-      for (const unit of piece.text.match(/\\(?:u\{[0-9a-f]+\}|u[0-9a-f]{4}|x[0-9a-f]{2}|[ntr])/g) ?? []) {
-        if (used + unit.length > width && used > 0) flush(true);
-        add(unit, true);
-      }
-      continue;
-    }
-    for (const char of piece.text) {
-      if (char === '\n') {
+  segments.forEach((segment, index) => {
+    if (index > 0) lines.push({ pieces: [], continued: false, omitted });
+    let current: TextPiece[] = [];
+    let used = 0;
+    let continued = false;
+    const flush = (next: boolean) => {
+      lines.push({ pieces: current, continued });
+      current = [];
+      used = 0;
+      continued = next;
+    };
+    for (const unit of segment) {
+      if (!unit.escaped && unit.text === '\n') {
         flush(false);
         continue;
       }
-      if (used >= width) flush(true);
-      add(char, false);
+      if (used + unit.text.length > width && used > 0) flush(true);
+      const last = current[current.length - 1];
+      if (last && last.escaped === unit.escaped) last.text += unit.text;
+      else current.push({ text: unit.text, escaped: unit.escaped });
+      used += unit.text.length;
     }
-  }
-  if (current.length > 0 || lines.length === 0) flush(false);
-  if (lines.length <= maxLines) return { lines, omittedLines: 0 };
-  const head = Math.ceil((maxLines - 1) / 2);
-  const tail = maxLines - 1 - head;
-  return { lines: [...lines.slice(0, head), ...lines.slice(lines.length - tail)], omittedLines: lines.length - head - tail };
+    if (current.length > 0 || lines.length === 0 || segment === segments[segments.length - 1]) flush(false);
+  });
+  return lines;
 }
 
-/** Where the omitted middle of a folded text goes, counted from the top. */
-export function omissionIndex(folded: Folded, maxLines = 24): number {
-  return folded.omittedLines === 0 ? -1 : Math.ceil((maxLines - 1) / 2);
+/** The note standing in for the omitted middle of a long completion. */
+export function omissionNote(count: number): string {
+  return `[… ${count} more characters …]`;
 }
 
 /** A folded completion as plain text (Markdown code blocks, terminals). */
 export function foldedText(text: string, options: FoldOptions = {}): string {
-  const folded = fold(text, options);
-  const rendered = folded.lines.map((line) => line.pieces.map((piece) => piece.text).join(''));
-  if (folded.omittedLines > 0) {
-    rendered.splice(omissionIndex(folded, options.maxLines ?? 24), 0, `[… ${folded.omittedLines} more lines …]`);
-  }
-  return rendered.join('\n');
+  return fold(text, options)
+    .map((line) => (line.omitted ? omissionNote(line.omitted) : line.pieces.map((piece) => piece.text).join('')))
+    .join('\n');
 }
