@@ -134,7 +134,7 @@ export async function loadSeed(seed: string | SeedInput, cwd: string): Promise<L
     const bundled = path.join(PACKAGE_ROOT, seed);
     const example = !path.isAbsolute(seed) && bundled !== file && existsSync(bundled) ? `; gatekept's own copy is ${bundled}` : '';
     throw new GatekeptError('FILE_NOT_FOUND', `cannot read seed ${seed}: ${reason}${resolved}`, {
-      suggestion: `pass the path of an existing seed JSON file with --seed, absolute or relative to the working directory${example}`,
+      suggestion: `pass an existing seed JSON file with --seed (absolute, or relative to the working directory)${example}`,
     });
   }
   let value: unknown;

@@ -18,7 +18,13 @@ export interface TextPiece {
  * than the plain one, line and paragraph separators, variation selectors,
  * and lone surrogates.
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}\p{Cs}]/u;
+const HIDDEN_CLASS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u115f\u1160\u3164\uffa0\p{Cs}]/u;
+
+function isHidden(char: string): boolean {
+  const code = char.codePointAt(0)!;
+  // Variation selectors change how the character before them looks, and show nothing themselves.
+  return HIDDEN_CLASS.test(char) || (code >= 0xfe00 && code <= 0xfe0f) || (code >= 0xe0100 && code <= 0xe01ef);
+}
 
 const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\t': '\\t', '\r': '\\r' };
 
@@ -50,7 +56,7 @@ export function pieces(text: string, keepNewlines = false): TextPiece[] {
       push('\n', false);
       continue;
     }
-    if (HIDDEN.test(char)) push(escapeChar(char), true);
+    if (isHidden(char)) push(escapeChar(char), true);
     else push(char, false);
   }
   return out;
