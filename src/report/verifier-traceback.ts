@@ -9,7 +9,7 @@ const FRAME = /^\s*File "([^"]*)", line \d+/;
 
 /** Frames that are the machinery of the import, never the user's code. */
 function isMachinery(file: string): boolean {
-  return /(^|[\\/])harness\.py$/.test(file) || file.startsWith('<frozen ');
+  return /(^|[\\/])(harness|gatekept_reward)\.py$/.test(file) || file.startsWith('<frozen ');
 }
 
 /**
