@@ -226,6 +226,13 @@ describe.skipIf(!chromium)('HTML report in headless Chromium', () => {
 // ------------------------------------------------------------------ writing reports
 
 describe('--report and pack', () => {
+  it('the library exports the report functions', async () => {
+    const run = await execa(process.execPath, ['--input-type=module', '-e', "const lib = await import('gatekept'); console.log(typeof lib.renderReport, typeof lib.writeReport, lib.REPORT_FILE_NAME);"], {
+      cwd: PACKAGE_ROOT,
+    });
+    expect(run.stdout.trim()).toBe('function function gatekept_report.html');
+  });
+
   it('the format comes from the extension; anything else is refused before the audit runs', async () => {
     expect(reportFormatFor('a/b.HTML')).toBe('html');
     expect(reportFormatFor('review.md')).toBe('md');
@@ -345,7 +352,7 @@ describe('scorecard and messages', () => {
       duration_ms: 1200,
     };
     const text = formatSmokeReport(report);
-    expect(text).toMatch(/^attack +0 +reward-overflow\/three-times +critical +1 +1 +ok$/m);
+    expect(text).toMatch(/^attack +0 +reward-overflow\/three-times +1 +1 +ok +critical$/m);
     expect(text).toMatch(/rewarded at most at the honest\s+level/);
   });
 });

@@ -936,15 +936,15 @@ export function formatSmokeReport(report: SmokeReport): string {
   const lines = [`smoke ${report.target} ${report.env_id}: ${report.episodes.length} episodes from ${path.basename(report.audit_file)}`];
   for (const check of report.checks) lines.push(`  ${check.ok ? 'ok  ' : 'FAIL'} ${pad(check.name, 9)} ${check.detail}`);
   lines.push('');
-  const header = ['kind', 'row', 'attack', 'severity', 'expected', 'observed', 'ok'];
+  const header = ['kind', 'row', 'attack', 'expected', 'observed', 'ok', 'attack severity'];
   const body = report.episodes.map((episode) => [
     episode.kind,
     String(episode.row),
     episode.attack_id ?? '-',
-    episode.severity ?? '-',
     formatReward(episode.expected),
     formatReward(episode.observed),
     episode.ok ? 'ok' : 'DIFF',
+    episode.severity ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((row) => row[column]!.length)));
   lines.push(header.map((title, column) => pad(title, widths[column]!)).join('  ').trimEnd());
