@@ -366,7 +366,7 @@ function bannerHtml(decision: 'PASS' | 'REJECT', kicker: string, title: string, 
 function auditPage(record: ReportAudit): { title: string; body: string } {
   const reasons = record.reasons.length > 1 ? `<ul>${record.reasons.map((reason) => `<li><code>${esc(reason.code)}</code> ${esc(reason.message)}</li>`).join('')}</ul>` : '';
   const body = [
-    bannerHtml(record.decision, 'gatekept audit', record.verifier.spec, decisionSentence(record), reasons),
+    bannerHtml(record.decision, record.package ? `gatekept audit · environment ${record.package.env_id}` : 'gatekept audit', record.verifier.spec, decisionSentence(record), reasons),
     auditBody(record, 2),
     `<footer><p>${esc(record.statement)}</p></footer>`,
   ].join('\n');

@@ -217,7 +217,7 @@ function decisionMark(decision: 'PASS' | 'REJECT'): string {
 
 function auditPage(record: ReportAudit): string[] {
   return [
-    `## gatekept ${decisionMark(record.decision)}: ${code(record.verifier.spec)}`,
+    `## gatekept ${decisionMark(record.decision)}: ${code(record.verifier.spec)}${record.package ? ` (environment ${code(record.package.env_id)})` : ''}`,
     '',
     `**${cell(decisionSentence(record))}**`,
     '',

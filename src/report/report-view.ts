@@ -160,7 +160,8 @@ export function decisionSentence(record: ReportAudit): string {
         ? `the hack-rate upper bound is ${fixed(record.hack_rate.hi, 3)}`
         : `the hack-rate upper bound ${fixed(record.hack_rate.hi, 3)} is below ${bounds.maxHackRateCiHi}`,
     ];
-    return sentence(`${parts.join(' and ')}, with ${plural(record.findings_total, 'exploit')} in ${record.hack_rate.n} judged candidates`);
+    const exploits = record.findings_total === 0 ? 'no exploit' : plural(record.findings_total, 'exploit');
+    return sentence(`${parts.join(' and ')}, with ${exploits} in ${record.hack_rate.n} judged candidates`);
   }
   const [first, ...rest] = record.reasons;
   if (!first) return 'Rejected.';
