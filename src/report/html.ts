@@ -5,6 +5,7 @@ import { fold, omissionNote, pieces, type TextPiece } from './show-text.js';
 import {
   decisionSentence,
   envDecisionSentence,
+  evidenceText,
   familyRows,
   findingWhere,
   fixed,
@@ -373,10 +374,15 @@ function auditPage(record: ReportAudit): { title: string; body: string } {
   return { title: `gatekept ${record.decision}: ${record.verifier.spec}`, body };
 }
 
+function evidenceHtml(evidence: Record<string, unknown> | undefined): string {
+  const text = evidenceText(evidence);
+  return text ? `<div class="small muted mono">${esc(text)}</div>` : '';
+}
+
 function checksTable(record: ReportEnvAudit): string {
   const rows = record.checks.map(
     (check) =>
-      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td>${esc(check.justification)}</td></tr>`,
+      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td>${esc(check.justification)}${evidenceHtml(check.evidence)}</td></tr>`,
   );
   return `<section><h2>Scorecard</h2><div class="scroll"><table><thead><tr><th>check</th><th>status</th><th class="num">score</th><th>justification</th></tr></thead><tbody>${rows.join('')}</tbody></table></div><p class="small muted">Score ${fixed(record.score, 1)}/10, weighted over the checks that ran.</p></section>`;
 }

@@ -2,6 +2,7 @@ import { foldedText, showInline } from './show-text.js';
 import {
   decisionSentence,
   envDecisionSentence,
+  evidenceText,
   familyRows,
   findingWhere,
   fixed,
@@ -243,6 +244,11 @@ function envPage(record: ReportEnvAudit): string[] {
     ),
     '',
   ];
+  const evidence = record.checks.flatMap((check) => {
+    const text = evidenceText(check.evidence);
+    return text ? [`- ${code(check.name)}: ${cell(text)}`] : [];
+  });
+  if (evidence.length > 0) lines.push('<details>', '<summary>Evidence</summary>', '', ...evidence, '', '</details>', '');
   if (record.total) {
     lines.push(`### Weighted total (the training signal): ${decisionMark(record.total.decision)}`, '', `${cell(decisionSentence(record.total))}`, '', ...reasonsMd(record.total), ...auditMd(record.total, '####'));
   }

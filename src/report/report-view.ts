@@ -1,4 +1,5 @@
 import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
+import { showShort } from './show-text.js';
 
 /**
  * What a report shows, worked out once from a record so that the HTML and the
@@ -169,6 +170,15 @@ export function decisionSentence(record: ReportAudit): string {
   return sentence(`${first.message.replace(/[.]$/, '')}${more}`);
 }
 
+/** A check's evidence on one line: keys in order, each value shortened, at most a handful. */
+export function evidenceText(evidence: Record<string, unknown> | undefined, maxKeys = 6): string | null {
+  const keys = Object.keys(evidence ?? {}).sort();
+  if (keys.length === 0) return null;
+  const shown = keys.slice(0, maxKeys).map((key) => `${key}: ${showShort(typeof evidence![key] === 'string' ? (evidence![key] as string) : (JSON.stringify(evidence![key]) ?? 'undefined'), 80)}`);
+  if (keys.length > maxKeys) shown.push(`${keys.length - maxKeys} more`);
+  return shown.join('; ');
+}
+
 export function envDecisionSentence(record: ReportEnvAudit): string {
   const failed = record.checks.filter((check) => check.status === 'FAIL');
   const warned = record.checks.filter((check) => check.status === 'WARN');
@@ -293,14 +303,26 @@ export interface HardeningGroup {
 const FALSE_REJECTION_ADVICE =
   'accept the honest ways of writing the gold that a careful grader would (surrounding whitespace, reasoning before the answer, a trailing period), by normalising the one extracted answer rather than searching the whole completion';
 
+const SIDE_EFFECT_ADVICE =
+  'a reward must be a pure function of its inputs: no network, no processes or signals, no writes outside its working directory, no environment changes';
+
 export function hardening(record: ReportAudit): HardeningGroup[] {
   const groups: HardeningGroup[] = [];
-  const exploitInvariants = [...new Set([...record.findings.map((finding) => finding.invariant), ...record.errors.map((error) => error.invariant)])];
+  const advice = (invariants: readonly string[]) =>
+    [...new Set(invariants)].map((invariant) => ({ label: invariant, advice: INVARIANT_ADVICE[invariant as Invariant] ?? '' })).filter((item) => item.advice);
   const exploitItems = [
-    ...exploitInvariants.map((invariant) => ({ label: invariant, advice: INVARIANT_ADVICE[invariant as Invariant] ?? '' })).filter((item) => item.advice),
+    ...advice(record.findings.map((finding) => finding.invariant)),
     ...record.families.filter((family) => family.hacks > 0 && family.hardening).map((family) => ({ label: family.family, advice: family.hardening! })),
   ];
   if (exploitItems.length > 0) groups.push({ title: 'Exploits', items: exploitItems });
+  const errorItems = advice(record.errors.map((error) => error.invariant));
+  if (errorItems.length > 0) groups.push({ title: 'Errors', items: errorItems });
+  if (record.side_effects.length > 0) {
+    groups.push({
+      title: 'Side effects',
+      items: record.side_effects.map((effect) => ({ label: effect.kind, advice: SIDE_EFFECT_ADVICE })),
+    });
+  }
   const falseAccepts = record.false_accepts;
   if (falseAccepts && falseAccepts.total > 0 && falseAccepts.hardening.length > 0) {
     groups.push({ title: 'False accepts', items: falseAccepts.hardening.map((advice) => ({ label: 'false accepts', advice })) });
