@@ -72,6 +72,7 @@ describe('showing completions', () => {
     const lines = fold('12\u200b34', { width: 3 }).map((line) => line.pieces.map((piece) => piece.text).join(''));
     expect(lines).toEqual(['12', '\\u200b', '34']);
     expect(showShort('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
+    expect(showShort('1234567\u200b89', 10)).toBe('1234567…');
   });
 });
 

@@ -69,10 +69,20 @@ export function showInline(text: string): string {
     .join('');
 }
 
-/** One line, cut to `max` characters (code points) with a visible marker, for tables. */
+const ESCAPE_UNIT = /\\(?:u\{[0-9a-f]+\}|u[0-9a-f]{4}|x[0-9a-f]{2}|[ntr])/g;
+
+/** One line, cut to `max` characters (code points) with a visible marker, for tables; never inside an escape. */
 export function showShort(text: string, max = 48): string {
-  const shown = [...showInline(text)];
-  return shown.length <= max ? shown.join('') : `${shown.slice(0, max - 1).join('')}…`;
+  const all = pieces(text).flatMap((piece) => (piece.escaped ? (piece.text.match(ESCAPE_UNIT) ?? []) : [...piece.text]));
+  if (all.reduce((sum, unit) => sum + unit.length, 0) <= max) return all.join('');
+  let shown = '';
+  let used = 0;
+  for (const unit of all) {
+    if (used + unit.length > max - 1) break;
+    shown += unit;
+    used += unit.length;
+  }
+  return `${shown}…`;
 }
 
 export interface FoldOptions {
@@ -103,7 +113,7 @@ function units(text: string): Unit[] {
   for (const piece of pieces(text, true)) {
     if (piece.escaped) {
       // Each escape is one unit: `\u200b` must never be cut in two.
-      for (const unit of piece.text.match(/\\(?:u\{[0-9a-f]+\}|u[0-9a-f]{4}|x[0-9a-f]{2}|[ntr])/g) ?? []) out.push({ text: unit, escaped: true });
+      for (const unit of piece.text.match(ESCAPE_UNIT) ?? []) out.push({ text: unit, escaped: true });
     } else {
       for (const char of piece.text) out.push({ text: char, escaped: false });
     }
