@@ -21,6 +21,7 @@ import { renderReport, reportFormatFor, REPORT_FILE_NAME, writeReport, type Repo
 import { decisionSentence, envDecisionSentence, type ReportEnvAudit } from '../src/report/report-view.js';
 import { formatScorecard } from '../src/report/scorecard.js';
 import { fold, foldedText, showInline, showShort } from '../src/report/show-text.js';
+import { verifierTraceback } from '../src/report/verifier-traceback.js';
 import { formatSmokeReport, type SmokeReport } from '../src/smoke/smoke.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
@@ -311,6 +312,41 @@ describe('scorecard and messages', () => {
     expect(details).toMatch(/import-fails\.py", line 2, in helper/);
     expect(details).toMatch(/raise ValueError\("bad config"\)/);
     expect(details).not.toMatch(/harness\.py|<frozen|importlib/);
+  });
+
+  it('a traceback with no frame of the verifier is kept whole, so the cause is never hidden', () => {
+    const own = [
+      'Traceback (most recent call last):',
+      '  File "/opt/gatekept/python/harness.py", line 12, in main',
+      '    run()',
+      'RuntimeError: harness state',
+    ].join('\n');
+    expect(verifierTraceback(own, 'RuntimeError: harness state')).toEqual(own.split('\n'));
+    const chained = [
+      'Traceback (most recent call last):',
+      '  File "/src/rewards.py", line 3, in <module>',
+      '    import yaml',
+      "ModuleNotFoundError: No module named 'yaml'",
+      '',
+      'During handling of the above exception, another exception occurred:',
+      '',
+      'Traceback (most recent call last):',
+      '  File "/opt/gatekept/python/harness.py", line 904, in _import_target',
+      '    exec_module(module)',
+      '    ^^^^^^^^^^^^^^^^^^^',
+      '  File "<frozen importlib._bootstrap_external>", line 940, in exec_module',
+      '  File "/src/rewards.py", line 5, in <module>',
+      '    raise ImportError("install yaml")',
+      'ImportError: install yaml',
+    ].join('\n');
+    expect(verifierTraceback(chained, 'ImportError: install yaml')).toEqual([
+      '  File "/src/rewards.py", line 3, in <module>',
+      '    import yaml',
+      "ModuleNotFoundError: No module named 'yaml'",
+      'During handling of the above exception, another exception occurred:',
+      '  File "/src/rewards.py", line 5, in <module>',
+      '    raise ImportError("install yaml")',
+    ]);
   });
 
   it('seed errors say where relative paths resolve and call an absent field missing', async () => {

@@ -382,9 +382,9 @@ function evidenceHtml(evidence: Record<string, unknown> | undefined): string {
 function checksTable(record: ReportEnvAudit): string {
   const rows = record.checks.map(
     (check) =>
-      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td>${esc(check.justification)}${evidenceHtml(check.evidence)}</td></tr>`,
+      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td class="just">${esc(check.justification)}${evidenceHtml(check.evidence)}</td></tr>`,
   );
-  return `<section><h2>Scorecard</h2><div class="scroll"><table><thead><tr><th>check</th><th>status</th><th class="num">score</th><th>justification</th></tr></thead><tbody>${rows.join('')}</tbody></table></div><p class="small muted">Score ${fixed(record.score, 1)}/10, weighted over the checks that ran.</p></section>`;
+  return `<section><h2>Scorecard</h2><div class="scroll"><table class="checks"><thead><tr><th>check</th><th>status</th><th class="num">score</th><th>justification</th></tr></thead><tbody>${rows.join('')}</tbody></table></div><p class="small muted">Score ${fixed(record.score, 1)}/10, weighted over the checks that ran.</p></section>`;
 }
 
 function envPage(record: ReportEnvAudit): { title: string; body: string } {
