@@ -86,11 +86,11 @@ describe('gatekept gate (CLI)', () => {
   });
 
   it('exit 3 when the harness itself fails', async () => {
-    // An "interpreter" that starts but never speaks the protocol.
+    // An interpreter that answers as Python when asked what it is, but never speaks the protocol.
     const fake = path.join(scratch, 'fake-python');
-    await writeFile(fake, '#!/bin/sh\necho "not python" >&2\nexit 0\n');
+    await writeFile(fake, `#!/bin/sh\ncase "$*" in *GATEKEPT-PROBE*) exec ${python} "$@";; esac\necho "not python" >&2\nexit 0\n`);
     await chmod(fake, 0o755);
-    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake]);
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake, '--sandbox', 'none']);
     expect(run.exitCode).toBe(3);
     expect(run.stderr).toMatch(/error \[HARNESS_FAILED\]/);
   });

@@ -238,6 +238,25 @@ export class PythonProcess {
     }
     this.kill();
     await waitFor(this.exited, Math.max(graceMs, 1000));
+    await this.groupGone(Math.max(graceMs, 1000));
+  }
+
+  /**
+   * A SIGKILL is delivered asynchronously, and a sandbox's PID namespace takes
+   * a moment to tear down: wait (briefly) until no process of the group is
+   * left, so that a caller who stopped a process can rely on it being gone.
+   */
+  private async groupGone(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      try {
+        process.kill(-this.pid, 0);
+      } catch {
+        return;
+      }
+      killGroup(this.pid);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 }
 

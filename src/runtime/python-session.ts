@@ -974,8 +974,11 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
     ...normalised.pythonpath,
     ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : []),
   ];
-  // The interpreter's own executable, not a wrapper around it (a pyenv shim).
-  const session = new PythonSession({ ...normalised, python: runtime.executable }, workdir, sandbox, readable);
+  // In the sandbox, the interpreter's own executable rather than a wrapper
+  // around it (a pyenv shim needs machinery the sandbox hides); without it,
+  // the interpreter exactly as given.
+  const python = sandbox.kind === 'bwrap' ? runtime.executable : normalised.python;
+  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable);
   try {
     await session.start();
   } catch (error) {

@@ -842,7 +842,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
     pkg,
     probes,
     rows,
-    python: runtime.executable,
+    python: sandbox.kind === 'bwrap' ? runtime.executable : python,
     workdir,
     home: sandbox.kind === 'bwrap' ? SANDBOX_HOME : workdir,
     sandbox,
