@@ -204,7 +204,7 @@ async function assertRealDirs(dir: string, relative: string): Promise<void> {
   let current = dir;
   for (const part of ['', ...parts]) {
     current = part ? path.join(current, part) : current;
-    let info;
+    let info: Awaited<ReturnType<typeof lstat>>;
     try {
       info = await lstat(current);
     } catch (error) {
@@ -231,8 +231,8 @@ export async function writeStagedFile(dir: string, relative: string, content: st
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw tampered(dir, `${relative} existed before gatekept wrote it`);
     throw error;
   }
-  let files = written.get(dir);
-  if (!files) written.set(dir, (files = new Map()));
+  const files = written.get(dir) ?? new Map<string, string>();
+  written.set(dir, files);
   files.set(relative, sha256(content));
 }
 
@@ -241,8 +241,8 @@ export async function adoptStagedFile(dir: string, relative: string): Promise<vo
   const target = path.join(dir, ...relative.split('/'));
   const info = await lstat(target);
   if (!info.isFile()) throw tampered(dir, `${relative} is not a regular file`);
-  let files = written.get(dir);
-  if (!files) written.set(dir, (files = new Map()));
+  const files = written.get(dir) ?? new Map<string, string>();
+  written.set(dir, files);
   files.set(relative, sha256(await readFile(target)));
 }
 
