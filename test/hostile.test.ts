@@ -158,6 +158,19 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
     await expectContained(run);
   });
 
+  it('terminal: escape sequences in exception text are shown escaped, never sent to the terminal', async () => {
+    const run = await gate('ansi');
+    expect(run.stdout).not.toMatch(/\u001b|\r|\u202e/);
+    expect(run.stderr).not.toMatch(/\u001b\[2J/);
+    expect(run.stdout).toMatch(/^decision: REJECT$/m);
+    expect(run.exitCode).toBe(1);
+    // The record keeps the text, escaped.
+    const json = await gate('ansi', ['--json']);
+    const errors = JSON.stringify((JSON.parse(json.stdout) as { errors: unknown }).errors);
+    expect(errors).toContain('\\\\x1b[2J');
+    expect(errors).not.toMatch(/\\u001b/);
+  });
+
   it('staging: what the verifier plants beside --out is never emitted, and nothing is written outside --out', async () => {
     const parent = await mkdtemp(path.join(scratch, 'pack-'));
     const out = path.join(parent, 'out');
