@@ -1,0 +1,5 @@
+{{description}}
+
+from .{{module}} import load_environment
+
+__all__ = ["load_environment"]
