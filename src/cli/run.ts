@@ -136,6 +136,7 @@ const packOptionsSchema = z.object({
   policy: z.string().optional(),
   force: z.boolean().default(false),
   archive: z.boolean().default(false),
+  target: z.array(z.string()).optional(),
   json: z.boolean().default(false),
   python: z.string().optional(),
   workers: integer('--workers')
@@ -151,6 +152,11 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--force', 'replace a non-empty output directory')
     .option('--archive', 'also write a zip of the emitted tree')
+    .option(
+      '--target <names>',
+      'packages to emit: verifiers-v1, verifiers-v0, openenv or all, comma-separated or repeated (default: verifiers-v1,openenv)',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .option('--json', 'print the audit record as JSON')
     .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
@@ -161,12 +167,14 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
         const { gatekeep } = await import('../pack/pack.js');
+        const { parseTargets } = await import('../pack/emit/targets.js');
         const result = await gatekeep({
           seed: options.seed,
           outDir: options.out,
           policy,
           force: options.force,
           archive: options.archive,
+          targets: parseTargets(options.target),
           python: defaultPython(options.python),
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),
@@ -179,7 +187,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
         }
         if (result.emitted && result.packaged) {
-          io.stderr(`emitted ${result.packaged.root}: verifiers/${result.gate.record.package.env_id}, openenv/${result.gate.record.package.env_id}, gatekept_audit.json${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
+          const packages = Object.values(result.packaged.targets).map((dir) => path.relative(result.packaged!.root, dir));
+          io.stderr(`emitted ${result.packaged.root}: ${[...packages, 'gatekept_audit.json'].join(', ')}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
         } else {
           io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
         }

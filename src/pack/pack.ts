@@ -5,8 +5,7 @@ import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js'
 import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
-import { renderOpenEnvPackage } from './emit/openenv.js';
-import { renderVerifiersPackage } from './emit/verifiers-v0.js';
+import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
@@ -36,6 +35,8 @@ export interface GatekeepOptions {
   force?: boolean;
   /** Also write a zip of the emitted tree. */
   archive?: boolean;
+  /** Packages to emit (default: verifiers-v1 and openenv); see `EMIT_TARGETS`. */
+  targets?: readonly EmitTarget[];
   python?: string;
   cwd?: string;
   workers?: number;
@@ -96,7 +97,18 @@ function smokeProbes(probes: readonly GateProbe[], answerFormat: AnswerFormat): 
 
 export interface GatekeepResult {
   emitted: boolean;
-  packaged?: { root: string; verifiers: string; openenv: string; audit: string; archive?: string };
+  packaged?: {
+    root: string;
+    /** The verifiers 0.4 package (`verifiers-v1` target), when emitted. */
+    verifiers?: string;
+    /** The classic verifiers package (`verifiers-v0` target), when emitted. */
+    verifiersV0?: string;
+    openenv?: string;
+    /** Every emitted package by target. */
+    targets: Partial<Record<EmitTarget, string>>;
+    audit: string;
+    archive?: string;
+  };
   gate: {
     decision: 'PASS' | 'REJECT';
     passed: boolean;
@@ -192,6 +204,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const outDir = path.resolve(cwd, options.outDir);
   const force = options.force ?? false;
   const python = options.python ?? 'python3';
+  const targets = parseTargets(options.targets);
 
   // 1. Inputs, checked before any work so a bad --out fails fast.
   const policy =
@@ -269,7 +282,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       return { emitted: false, gate: gateView, exitCode: EXIT.reject, timing: result.record.timing };
     }
 
-    // 3. PASS: render both packages around the exact verifier bytes that were gated.
+    // 3. PASS: render the packages around the exact verifier bytes that were gated.
     const spec: EnvironmentSpec = {
       envId: seed.name,
       description: seed.description,
@@ -291,8 +304,11 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       toolVersion: TOOL.version,
     };
     await rm(workDir, { recursive: true, force: true });
-    await writeTree(path.join(staging, 'verifiers', seed.name), renderVerifiersPackage(spec));
-    await writeTree(path.join(staging, 'openenv', seed.name), renderOpenEnvPackage(spec));
+    const emitted: Partial<Record<EmitTarget, string>> = {};
+    for (const target of targets) {
+      await writeTree(path.join(staging, TARGET_DIRS[target], seed.name), TARGET_RENDERERS[target](spec));
+      emitted[target] = path.join(outDir, TARGET_DIRS[target], seed.name);
+    }
     await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
     let archiveName: string | undefined;
     if (options.archive) {
@@ -306,8 +322,10 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       emitted: true,
       packaged: {
         root: outDir,
-        verifiers: path.join(outDir, 'verifiers', seed.name),
-        openenv: path.join(outDir, 'openenv', seed.name),
+        ...(emitted['verifiers-v1'] ? { verifiers: emitted['verifiers-v1'] } : {}),
+        ...(emitted['verifiers-v0'] ? { verifiersV0: emitted['verifiers-v0'] } : {}),
+        ...(emitted.openenv ? { openenv: emitted.openenv } : {}),
+        targets: emitted,
         audit: path.join(outDir, AUDIT_FILE_NAME),
         ...(archiveName ? { archive: path.join(outDir, archiveName) } : {}),
       },
