@@ -70,7 +70,7 @@ export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
       version: PACKAGE_VERSION,
       answer_format: spec.answerFormat,
     })],
-    ['pyproject.toml', renderTemplate('openenv/pyproject.toml', {
+    ['pyproject.toml', renderTemplate('openenv/pyproject.toml.tmpl', {
       project_name: tomlString(`openenv-${spec.envId}`),
       version: tomlString(PACKAGE_VERSION),
       description: tomlString(spec.description),
@@ -92,27 +92,27 @@ export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
       completion_argument: COMPLETION_ARGUMENT[spec.completionFormat],
       audit_section: renderAuditSection(spec, verifierPath),
     })],
-    ['__init__.py', renderTemplate('openenv/__init__.py', {
+    ['__init__.py', renderTemplate('openenv/__init__.py.tmpl', {
       description: pyString(spec.description),
       ...classes,
       client_class: names.client,
     })],
-    ['models.py', renderTemplate('openenv/models.py', {
+    ['models.py', renderTemplate('openenv/models.py.tmpl', {
       env_id: spec.envId,
       ...classes,
       answer_format: pyString(spec.answerFormat),
     })],
-    ['client.py', renderTemplate('openenv/client.py', {
+    ['client.py', renderTemplate('openenv/client.py.tmpl', {
       env_id: spec.envId,
       ...classes,
       client_class: names.client,
       answer_format: pyString(spec.answerFormat),
     })],
-    ['server/__init__.py', renderTemplate('openenv/server-init.py', {
+    ['server/__init__.py', renderTemplate('openenv/server-init.py.tmpl', {
       environment_module: names.environmentModule,
       environment_class: names.environment,
     })],
-    [`server/${names.environmentModule}.py`, renderTemplate('openenv/environment.py', {
+    [`server/${names.environmentModule}.py`, renderTemplate('openenv/environment.py.tmpl', {
       env_id: spec.envId,
       env_id_literal: pyString(spec.envId),
       description: pyString(spec.description),
@@ -124,7 +124,7 @@ export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
       ...classes,
       environment_class: names.environment,
     })],
-    ['server/app.py', renderTemplate('openenv/app.py', {
+    ['server/app.py', renderTemplate('openenv/app.py.tmpl', {
       env_id: spec.envId,
       env_id_literal: pyString(spec.envId),
       package: names.package,

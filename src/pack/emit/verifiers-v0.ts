@@ -46,7 +46,7 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
   const evalExamples = String(Math.min(EVAL_EXAMPLES, spec.rows.length));
   const verifierPath = `${module}/${VERIFIER_FILE_NAME}`;
   return new Map<string, string>([
-    ['pyproject.toml', renderTemplate('verifiers-v0/pyproject.toml', {
+    ['pyproject.toml', renderTemplate('verifiers-v0/pyproject.toml.tmpl', {
       env_id: tomlString(spec.envId),
       version: tomlString(PACKAGE_VERSION),
       description: tomlString(spec.description),
@@ -72,11 +72,11 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
       eval_examples: evalExamples,
       eval_rollouts: String(EVAL_ROLLOUTS),
     })],
-    [`${module}/__init__.py`, renderTemplate('verifiers-v0/__init__.py', {
+    [`${module}/__init__.py`, renderTemplate('verifiers-v0/__init__.py.tmpl', {
       description: pyString(spec.description),
       module,
     })],
-    [`${module}/${module}.py`, renderTemplate('verifiers-v0/environment.py', {
+    [`${module}/${module}.py`, renderTemplate('verifiers-v0/environment.py.tmpl', {
       env_id: spec.envId,
       env_id_literal: pyString(spec.envId),
       system_prompt: pyString(spec.systemPrompt),

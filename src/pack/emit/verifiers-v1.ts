@@ -54,7 +54,7 @@ export function renderVerifiersV1Package(spec: EnvironmentSpec): PackageFiles {
   const names = tasksetNames(spec.envId);
   const { module } = names;
   return new Map<string, string>([
-    ['pyproject.toml', renderTemplate('verifiers-v1/pyproject.toml', {
+    ['pyproject.toml', renderTemplate('verifiers-v1/pyproject.toml.tmpl', {
       env_id: tomlString(spec.envId),
       version: tomlString(PACKAGE_VERSION),
       description: tomlString(spec.description),
@@ -63,11 +63,11 @@ export function renderVerifiersV1Package(spec: EnvironmentSpec): PackageFiles {
       module,
     })],
     ['README.md', renderReadme(spec, names)],
-    [`${module}/__init__.py`, renderTemplate('verifiers-v1/__init__.py', {
+    [`${module}/__init__.py`, renderTemplate('verifiers-v1/__init__.py.tmpl', {
       description: pyString(spec.description),
       taskset_class: names.taskset,
     })],
-    [`${module}/taskset.py`, renderTemplate('verifiers-v1/taskset.py', {
+    [`${module}/taskset.py`, renderTemplate('verifiers-v1/taskset.py.tmpl', {
       env_id: spec.envId,
       env_id_literal: pyString(spec.envId),
       system_prompt: pyString(spec.systemPrompt),
