@@ -141,14 +141,18 @@ function pythonEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
   };
 }
 
+/** What a check script printed: JSON whose shape each test asserts. */
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON, asserted field by field
+type Check = Record<string, any>;
+
 /** Run one of the check scripts in test/emit/ and return what it printed after `RESULT `. */
-async function runCheck(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Record<string, any>> {
+async function runCheck(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Check> {
   const result = await execa(python, [path.join(CHECKS_DIR, script), ...args], { reject: false, timeout: 150_000, stdin: 'ignore', env, cwd });
   const line = result.stdout.split('\n').find((candidate) => candidate.startsWith('RESULT '));
   if (result.exitCode !== 0 || line === undefined) {
     throw new Error(`${script} exited ${String(result.exitCode)}\n${result.stderr}\n${result.stdout}`);
   }
-  return JSON.parse(line.slice('RESULT '.length)) as Record<string, any>;
+  return JSON.parse(line.slice('RESULT '.length)) as Check;
 }
 
 /**
@@ -349,7 +353,7 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     const replies = { [ROWS[0]!.question]: 'Six sevens: \\boxed{42}', [ROWS[1]!.question]: '\\boxed{7}\\boxed{5}', [ROWS[2]!.question]: '\\boxed{6}' };
     const server = await startFakeChatServer(replies, 12);
     const out = path.join(root, 'vf-eval');
-    let run;
+    let run: Awaited<ReturnType<typeof execa>>;
     try {
       run = await execa(
         venvTool(python, 'vf-eval'),
@@ -557,9 +561,9 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
     expect(Object.keys(out.schema.action.properties)).toContain('answer');
     expect(out.http_reset.observation.row_index).toBe(1);
     expect(out.http_step).toMatchObject({ reward: 1, done: true });
-    const rewards = out.episodes.map((episode: any) => episode.step.data.reward);
+    const rewards = out.episodes.map((episode: Check) => episode.step.data.reward);
     expect(rewards).toEqual(EXPECTED);
-    for (const [index, episode] of (out.episodes as any[]).entries()) {
+    for (const [index, episode] of (out.episodes as Check[]).entries()) {
       const row = ROWS[CASES[index]!.row]!;
       expect(episode.reset).toEqual({
         type: 'observation',
@@ -574,7 +578,7 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
     }
     expect(out.state).toMatchObject({ type: 'state', data: { step_count: 1, row_index: 1 } });
     expect(out.order).toEqual([0, 1, 2, 0, 2]);
-    expect(out.direct.map((episode: any) => episode.step.reward)).toEqual(EXPECTED);
+    expect(out.direct.map((episode: Check) => episode.step.reward)).toEqual(EXPECTED);
     expect(out.direct[0].reset).toMatchObject({ question: ROWS[0]!.question, done: false, reward: null });
     expect(JSON.stringify(out.direct[0].reset)).not.toContain('42');
     expect(out.in_loop).toBe(1);
@@ -584,11 +588,11 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
   it('raises, never rewards, when a verifier fails', async () => {
     const out = await runCheck(python, 'openenv_check.py', [dirs.str, 'emit_probe_str_env', 'EmitProbeStr', JSON.stringify(STRING_CASES), '0'], pythonEnv(home, site), home);
 
-    const steps = out.episodes.map((episode: any) => episode.step);
-    expect(steps.slice(0, 3).map((step: any) => step.data.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
+    const steps = out.episodes.map((episode: Check) => episode.step);
+    expect(steps.slice(0, 3).map((step: Check) => step.data.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
     expect(steps[3]).toMatchObject({ type: 'error', data: { message: 'verifier failure on purpose' } });
     expect(out.episodes[3].again).toMatchObject({ type: 'error', data: { message: expect.stringMatching(/episode is over/) } });
-    expect(out.direct.slice(0, 3).map((episode: any) => episode.step.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
+    expect(out.direct.slice(0, 3).map((episode: Check) => episode.step.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
     expect(out.direct[3].raised).toBe('ValueError: verifier failure on purpose');
     expect(out.in_loop).toBe(1);
   }, 120_000);
