@@ -61,9 +61,10 @@ async def graded(completion, **kwargs):
 `;
 
 // A `task` key in info is what verifiers would read as a task payload.
+// Rows 0 and 1 carry the gold as a gate would have scored it; row 2 does not.
 const ROWS: EnvironmentSpec['rows'] = [
-  { question: 'What is 6 * 7?', answer: '42' },
-  { question: 'What is 2 + 3?', answer: '5', info: { source: 'probe', level: 1, task: 'arithmetic' } },
+  { question: 'What is 6 * 7?', answer: '42', gold: { reply: '\\boxed{42}', reward: 1 } },
+  { question: 'What is 2 + 3?', answer: '5', info: { source: 'probe', level: 1, task: 'arithmetic' }, gold: { reply: '\\boxed{5}', reward: 1 } },
   { question: 'What is 10 - 4?', answer: '6' },
 ];
 
@@ -335,7 +336,14 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     expect(result.all).toEqual(['EmitProbeTaskset']);
     expect(result.installed).toBe(path.join(site, 'emit_probe'));
     expect(result.tasks).toEqual(
-      ROWS.map((row, index) => ({ id: `emit-probe-${index}`, prompt: row.question, system_prompt: SPEC.systemPrompt, answer: row.answer, info: row.info ?? {} })),
+      ROWS.map((row, index) => ({
+        id: `emit-probe-${index}`,
+        prompt: row.question,
+        system_prompt: SPEC.systemPrompt,
+        answer: row.answer,
+        info: row.info ?? {},
+        gold: row.gold ? [row.gold.reply, row.gold.reward] : [null, null],
+      })),
     );
     expect(result.scores).toEqual(EXPECTED.map((reward) => ({ reward, rewards: { boxed_exact: [reward, 1] } })));
     expect(result.files).toEqual([SPEC.audit.verifierSha256, sha256(await readFile(REWARD_MODULE))]);
@@ -374,12 +382,13 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     expect(rewards).toEqual([0, 0, 1, 1, 2, 2].map((row) => [row, true, { boxed_exact: { score: row === 1 ? 0 : 1, weight: 1 } }]));
   }, 150_000);
 
-  it('passes vf-validate: an untouched trace earns nothing', async () => {
+  it('passes vf-validate: the gold earns what the gate saw, an untouched trace nothing', async () => {
     const run = await execa(venvTool(python, 'vf-validate'), [SPEC.envId, '--runtime.type', 'subprocess'], {
       reject: false, timeout: 120_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, site),
     });
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     const report = JSON.parse(run.stdout.slice(run.stdout.indexOf('\n{') + 1));
+    expect(report.checks.gold).toMatchObject({ valid: 2, unchecked: 1, invalid: 0, error: 0 });
     expect(report.checks.noop).toMatchObject({ valid: 3, invalid: 0, error: 0 });
     expect(report.outcomes).toMatchObject({ error: 0, invalid: 0 });
   }, 120_000);

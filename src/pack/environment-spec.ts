@@ -15,6 +15,8 @@ export interface EnvironmentRow {
   question: string;
   answer: string;
   info?: Record<string, unknown>;
+  /** The gold written in the environment's answer format, and the reward the gated verifier gave it. */
+  gold?: { reply: string; reward: number };
 }
 
 export interface PassedAudit {
@@ -131,6 +133,9 @@ export function assertRenderableSpec(spec: EnvironmentSpec): void {
     if (row.info !== undefined && (row.info === null || typeof row.info !== 'object' || Array.isArray(row.info))) {
       problems.push(`rows[${index}].info must be an object`);
     }
+    if (row.gold !== undefined && (typeof row.gold.reply !== 'string' || !Number.isFinite(row.gold.reward))) {
+      problems.push(`rows[${index}].gold needs a string reply and a finite reward`);
+    }
   });
   if (spec.audit.decision !== 'PASS') {
     problems.push(`audit.decision is ${JSON.stringify(spec.audit.decision)}; only a PASS is ever packaged`);
@@ -179,10 +184,21 @@ export function fenced(text: string, lang = ''): string {
   return `${fence}${lang}\n${text}\n${fence}`;
 }
 
-/** One JSON object per row, in order; `info` defaults to `{}` so every line has the same keys. */
+/**
+ * One JSON object per row, in order; `info` defaults to `{}` so every line has
+ * the same keys. `gold_reply` and `gold_reward` (the gold as the gate scored
+ * it) follow when known: the ground truth a package can check itself against.
+ */
 export function renderRows(rows: readonly EnvironmentRow[]): string {
   return rows
-    .map((row) => JSON.stringify({ question: row.question, answer: row.answer, info: row.info ?? {} }))
+    .map((row) =>
+      JSON.stringify({
+        question: row.question,
+        answer: row.answer,
+        info: row.info ?? {},
+        ...(row.gold ? { gold_reply: row.gold.reply, gold_reward: row.gold.reward } : {}),
+      }),
+    )
     .map((line) => `${line}\n`)
     .join('');
 }

@@ -144,8 +144,15 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
   }
 }
 
-/** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
-async function unrewardedGoldRows(
+interface GoldCheck {
+  /** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
+  unrewarded: number[];
+  /** Per row: the gold written in the seed's format and the reward the verifier gave it. */
+  golds: { reply: string; reward: number | null }[];
+}
+
+/** Score every row's gold, in the seed's own format, against a wrong answer. */
+async function checkGoldRows(
   rows: readonly TaskRow[],
   loaded: LoadedSeed,
   verifierFile: string,
@@ -154,7 +161,7 @@ async function unrewardedGoldRows(
   policy: GatePolicy,
   python: string,
   workers: number | undefined,
-): Promise<number[]> {
+): Promise<GoldCheck> {
   const { seed } = loaded;
   const type = ANSWER_TYPE_OF_TASK[seed.task];
   const choices = choicesOf(seed);
@@ -179,13 +186,15 @@ async function unrewardedGoldRows(
   try {
     const results = await pool.evaluate(requests, { stopOnTimeout: true });
     const unrewarded: number[] = [];
+    const golds: GoldCheck['golds'] = [];
     for (let index = 0; index < rows.length; index++) {
       const gold = results[2 * index]!;
       const wrong = results[2 * index + 1]!;
       const ok = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
       if (!ok) unrewarded.push(index);
+      golds.push({ reply: requests[2 * index]!.completion, reward: gold.status === 'ok' ? gold.reward : null });
     }
-    return unrewarded;
+    return { unrewarded, golds };
   } finally {
     await pool.close();
   }
@@ -240,10 +249,11 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       }),
     );
     // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
-    const unrewarded =
+    const goldCheck: GoldCheck =
       result.decision === 'PASS'
-        ? await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
-        : [];
+        ? await checkGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
+        : { unrewarded: [], golds: [] };
+    const { unrewarded } = goldCheck;
     const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
 
     const reasons = [...result.record.reasons];
@@ -288,7 +298,11 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       description: seed.description,
       systemPrompt: seed.system_prompt,
       answerFormat: seed.answer_format,
-      rows,
+      // Each row carries its gold as the gate scored it, so a package can check its ground truth.
+      rows: rows.map((row, index) => {
+        const gold = goldCheck.golds[index];
+        return gold && gold.reward !== null ? { ...row, gold: { reply: gold.reply, reward: gold.reward } } : row;
+      }),
       verifierSource: verifier.source,
       verifierFunction: verifier.functionName,
       completionFormat: verifier.completionFormat,

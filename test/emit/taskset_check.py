@@ -66,6 +66,7 @@ print(
                     "system_prompt": task.data.system_prompt,
                     "answer": task.data.answer,
                     "info": task.data.info,
+                    "gold": [task.data.gold_reply, task.data.gold_reward],
                 }
                 for task in tasks
             ],
