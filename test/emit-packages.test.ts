@@ -13,6 +13,7 @@ import { VERIFIERS_V1_REQUIREMENT, renderVerifiersV1Package } from '../src/pack/
 import { REWARD_CALL_FILE_NAME, VERIFIER_FILE_NAME } from '../src/pack/environment-spec.js';
 import type { EnvironmentSpec } from '../src/pack/environment-spec.js';
 import { isGatekeptError } from '../src/errors.js';
+import { renderTemplate } from '../src/pack/render-template.js';
 import { startFakeChatServer } from './support/fake-chat-server.js';
 import { testPython } from './support/test-python.js';
 
@@ -282,6 +283,20 @@ describe('rendering environment packages', () => {
       // The system prompt holds a ``` run, so its fence is longer.
       expect(readme).toContain('````text\n');
       expect(readme).not.toMatch(/\{\{[a-z_]+\}\}/);
+    }
+  });
+
+  it('fills every placeholder of a template and uses every value, or throws', () => {
+    const values = { candidates: '3', rows: '1', row_word: 'row' };
+    expect(renderTemplate('common/audit-budget-row.md', values)).toBe('| budget | 3 adversarial completions built from 1 dataset row |\n');
+    for (const bad of [{ candidates: '3', rows: '1' }, { ...values, extra: 'x' }]) {
+      let caught: unknown;
+      try {
+        renderTemplate('common/audit-budget-row.md', bad);
+      } catch (error) {
+        caught = error;
+      }
+      expect(isGatekeptError(caught) && caught.code).toBe('INTERNAL');
     }
   });
 
