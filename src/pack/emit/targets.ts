@@ -30,10 +30,11 @@ export const TARGET_RENDERERS: Readonly<Record<EmitTarget, (spec: EnvironmentSpe
 
 /**
  * Read target names (each entry may be a comma-separated list; `all` names
- * every target), in the canonical order, without duplicates.
+ * every target), in the canonical order, without duplicates. None given means
+ * the defaults; an empty list is refused, since it would gate and emit nothing.
  */
 export function parseTargets(entries: readonly string[] | undefined): EmitTarget[] {
-  if (entries === undefined || entries.length === 0) return [...DEFAULT_EMIT_TARGETS];
+  if (entries === undefined) return [...DEFAULT_EMIT_TARGETS];
   const names = entries.flatMap((entry) => entry.split(',')).map((name) => name.trim()).filter((name) => name !== '');
   const unknown = names.filter((name) => name !== 'all' && !(EMIT_TARGETS as readonly string[]).includes(name));
   if (unknown.length > 0 || names.length === 0) {
