@@ -116,7 +116,7 @@ describe('pack --target', () => {
     expect(result.packaged!.verifiers).toBeUndefined();
     expect(result.packaged!.openenv).toBeUndefined();
     const files = Object.keys(await tree(result.packaged!.root));
-    expect(new Set(files.map((file) => file.split('/')[0]))).toEqual(new Set(['verifiers-v0', 'gatekept_audit.json']));
+    expect(new Set(files.map((file) => file.split('/')[0]))).toEqual(new Set(['verifiers-v0', 'gatekept_audit.json', 'gatekept_report.html']));
     expect(files).toContain('verifiers-v0/facts-boolean/facts_boolean/facts_boolean.py');
   });
 

@@ -9,6 +9,7 @@ import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
+import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
 import { gate, type GateProbe } from '../audit/gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
@@ -107,6 +108,7 @@ export interface GatekeepResult {
     /** Every emitted package by target. */
     targets: Partial<Record<EmitTarget, string>>;
     audit: string;
+    report: string;
     archive?: string;
   };
   gate: {
@@ -324,6 +326,8 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       emitted[target] = path.join(outDir, TARGET_DIRS[target], seed.name);
     }
     await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
+    // The report renders the record just written (no timing), so packing stays reproducible.
+    await writeFile(path.join(staging, REPORT_FILE_NAME), renderReport(record, 'html'));
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
@@ -341,6 +345,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         ...(emitted.openenv ? { openenv: emitted.openenv } : {}),
         targets: emitted,
         audit: path.join(outDir, AUDIT_FILE_NAME),
+        report: path.join(outDir, REPORT_FILE_NAME),
         ...(archiveName ? { archive: path.join(outDir, archiveName) } : {}),
       },
       gate: gateView,
