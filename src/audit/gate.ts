@@ -51,8 +51,6 @@ export interface GateOptions {
   python?: string;
   /** Isolation of the verifier's processes: 'auto' (default; bubblewrap when available), 'bwrap' (required) or 'none'. */
   sandbox?: SandboxMode;
-  /** Host paths the verifier must not be able to read even read-only (pack's output staging). */
-  hiddenPaths?: readonly string[];
   /** Where module specs and relative paths resolve (default: process.cwd()). */
   cwd?: string;
   pythonpath?: readonly string[];
@@ -198,6 +196,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const started = performance.now();
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const basePolicy = options.policy ?? DEFAULT_POLICY;
+  if (options.seed !== undefined && !(Number.isInteger(options.seed) && options.seed >= 0 && options.seed <= 0xffff_ffff)) {
+    throw new GatekeptError('BAD_ARGUMENT', `seed ${String(options.seed)} is not a whole number from 0 to 4294967295`);
+  }
   const policy: GatePolicy = options.seed === undefined ? basePolicy : { ...basePolicy, seed: options.seed };
   const target = parseVerifierSpec(options.reward, cwd);
   const completionFormat = options.completionFormat ?? 'messages';
@@ -205,7 +206,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const poolOpening = WorkerPool.open({
     python: resolvePython(options.python, cwd),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-    ...(options.hiddenPaths ? { hiddenPaths: [...options.hiddenPaths] } : {}),
     target,
     pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
     completionFormat,

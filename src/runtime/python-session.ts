@@ -56,8 +56,6 @@ export interface SessionOptions {
   outputCapBytes?: number;
   /** Isolation of the worker (default 'auto': bubblewrap when it works here). */
   sandbox?: SandboxMode;
-  /** Host paths the worker must not be able to read, even in the read-only view (pack's output staging). */
-  hiddenPaths?: string[];
 }
 
 export interface EvalRequest {
@@ -399,7 +397,6 @@ const optionsSchema = z.object({
   memoryMb: z.number().int().nonnegative(),
   outputCapBytes: z.number().int().nonnegative().optional(),
   sandbox: z.enum(SANDBOX_MODES).optional(),
-  hiddenPaths: z.array(z.string()).optional(),
 });
 
 function normaliseOptions(options: SessionOptions): NormalisedOptions {
@@ -428,7 +425,6 @@ function normaliseOptions(options: SessionOptions): NormalisedOptions {
     pythonpath: value.pythonpath.map((entry) => path.resolve(entry)),
     outputCapBytes: value.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
     sandbox: value.sandbox ?? 'auto',
-    hiddenPaths: (value.hiddenPaths ?? []).map((entry) => path.resolve(entry)),
   };
 }
 
@@ -628,7 +624,7 @@ class PythonSession implements VerifierSession {
     const tmp = path.join(workdir, 'tmp');
     const isolated = sandbox.kind === 'bwrap';
     this.inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home, tmp };
-    const layout: SandboxLayout = { home, tmp, readable, hidden: options.hiddenPaths };
+    const layout: SandboxLayout = { home, tmp, readable };
     this.launchSpec = {
       cwd: isolated ? workdir : home,
       env: workerEnv(this.inside.home, this.inside.tmp),

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -33,11 +33,15 @@ export interface Sandbox {
 /** Where the sandboxed process finds its home and temporary directory. */
 export const SANDBOX_HOME = '/home/user';
 export const SANDBOX_TMP = '/tmp';
-/** Its working directory limits the size of its private temp files; memory is limited separately. */
+/**
+ * An ordinary user id inside the sandbox's own user namespace, whatever user
+ * runs gatekept (root included): it owns the sandbox's files but holds no
+ * privilege outside, so it cannot raise its resource limits.
+ */
 const SANDBOX_UID = 1000;
 
 export const NOT_ISOLATED_WARNING =
-  'the verifier is NOT isolated: bubblewrap (bwrap) is not available, so it runs with your user\'s access to files and network, guarded only by an in-process audit hook; install bubblewrap or pass --sandbox bwrap to require it';
+  "the verifier is NOT isolated: bubblewrap (bwrap) is not available, so it runs with your user's access to files and network, guarded only by an in-process audit hook; install bubblewrap, or pass --sandbox bwrap to require it";
 
 function findOnPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter)) {
@@ -140,8 +144,6 @@ export interface SandboxLayout {
   tmp: string;
   /** Host paths the process needs to read that may lie under a hidden directory. */
   readable: readonly string[];
-  /** Host paths that must not even be readable from inside (pack's staging). */
-  hidden?: readonly string[];
   /** Keep the host network (smoke's loopback server); everything else stays isolated. */
   shareNet?: boolean;
 }
@@ -167,10 +169,6 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
     .filter((entry) => covered.some((root) => isUnder(entry, root)))
     .sort((a, b) => a.length - b.length);
   for (const entry of readable) argv.push('--ro-bind', entry, entry);
-  for (const entry of layout.hidden ?? []) {
-    const resolved = real(entry);
-    if (resolved && existsSync(resolved)) argv.push('--tmpfs', resolved);
-  }
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args);
   return { command: sandbox.bwrap, args: argv };
 }
