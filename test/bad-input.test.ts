@@ -342,3 +342,37 @@ describe('numbers and labels', () => {
     expect(rows.some((row) => BigInt(row.answer) > BigInt(Number.MAX_SAFE_INTEGER))).toBe(true);
   });
 });
+
+describe('--sandbox where bubblewrap cannot be found', () => {
+  async function withoutBwrap(args: readonly string[]) {
+    const python = (await execa(PYTHON, ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
+    // A PATH with nothing on it: the interpreter is given by its absolute path.
+    const empty = await mkdtemp(path.join(scratch, 'empty-path-'));
+    return execa(process.execPath, [BIN, 'gate', '--reward', STRICT, '--answer', '42', '--python', python, ...args], {
+      cwd: PACKAGE_ROOT,
+      reject: false,
+      stdin: 'ignore',
+      env: { FORCE_COLOR: '0', PATH: empty },
+    });
+  }
+
+  it('auto runs unisolated and says so', async () => {
+    const run = await withoutBwrap([]);
+    expect(run.stderr).toMatch(/warning: the verifier is NOT isolated: bubblewrap \(bwrap\) is not available/);
+    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.exitCode).toBe(0);
+  });
+
+  it('bwrap refuses to run, exit 2', async () => {
+    const run = await withoutBwrap(['--sandbox', 'bwrap']);
+    expect(run.stderr).toMatch(/error \[SANDBOX_UNAVAILABLE\]: --sandbox bwrap was asked for, but bwrap was not found on PATH/);
+    expect(run.stderr).toMatch(/fix: install bubblewrap/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it('an unknown mode is bad input', async () => {
+    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'docker']);
+    expect(run.stderr).toMatch(/--sandbox/);
+    expect(run.exitCode).toBe(2);
+  });
+});
