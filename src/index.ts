@@ -24,3 +24,4 @@ export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, t
 export { EMIT_TARGETS, DEFAULT_EMIT_TARGETS, type EmitTarget } from './pack/emit/targets.js';
 export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
 export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';
+export { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from './runtime/sandbox.js';
