@@ -40,7 +40,7 @@ beforeAll(async () => {
   victim = path.join(scratch, 'victim.txt');
   await writeFile(victim, 'original');
   policy = path.join(scratch, 'policy.toml');
-  await writeFile(policy, '[timeouts]\ncall_ms = 2000\nimport_ms = 10000\ntotal_s = 300\n');
+  await writeFile(policy, '[timeouts]\ncall_ms = 2000\nimport_ms = 10000\ntotal_s = 300\n\n[limits]\nmemory_mb = 1024\n');
   server = net.createServer((socket) => {
     socket.on('data', (chunk) => received.push(chunk.toString('utf8')));
     socket.on('error', () => undefined);
@@ -141,6 +141,13 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
     const leftovers = await leftoverProcesses(tmp, 5000);
     killAll(leftovers);
     expect(leftovers).toEqual([]);
+  });
+
+  it('resource limits: a verifier cannot raise its own memory limit and allocate past it', async () => {
+    const run = await gate('rlimit', ['--json']);
+    expect(run.stdout).not.toMatch(/RAISED-LIMIT/);
+    expect(run.exitCode, run.stderr).toBe(0);
+    await expectContained(run);
   });
 
   it('audit-aware: a verifier strict only under audit finds no tell and is rejected', async () => {

@@ -248,7 +248,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     const rescore = new RescoreSample(policy.seed);
     let expectedTotal = 0;
     let progressDone = 0;
-    const evaluate = async (requests: EvalRequest[], progress = false): Promise<EvalResult[]> => {
+    const evaluate = async (requests: EvalRequest[], progress = false, blocks?: number[]): Promise<EvalResult[]> => {
       options.onRequests?.(requests);
       const onProgress = progress && options.onProgress ? options.onProgress : undefined;
       const before = progressDone;
@@ -261,6 +261,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
           }),
           overall,
         ]),
+        blocks,
       );
       rescore.add(requests, results);
       if (progress) progressDone += requests.length;
@@ -292,7 +293,11 @@ export async function gate(options: GateOptions): Promise<GateResult> {
         requestsFor(probes.map((probe) => probe.completion), alternate ? plan.alternate! : plan.row.answer, plan.row),
       );
       // A verifier that hangs costs one call timeout here: evaluation stops at the first one.
-      const probeResults = await evaluate(probeRequests);
+      const probeResults = await evaluate(
+        probeRequests,
+        false,
+        probeSets.map(({ probes }) => probes.length),
+      );
       tally.addSideEffects(probeResults);
       const chunkLevels = new Map<string, Levels>();
       let offset = 0;

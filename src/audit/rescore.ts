@@ -14,19 +14,29 @@ import type { WorkerPool } from '../runtime/worker-pool.js';
 
 const SAMPLE_SIZE = 48;
 
-/** Calls in a seeded order; results come back in request order. */
+/**
+ * Calls in a seeded order; results come back in request order. With
+ * `blocks` (lengths of consecutive groups), calls are shuffled within each
+ * group only, so a group still goes out before the next: calibration keeps
+ * its rows in order, and the audit stops at a timeout in the row it belongs to.
+ */
 export async function evaluateShuffled(
   requests: readonly EvalRequest[],
   seed: number,
   batch: number,
   run: (shuffled: EvalRequest[]) => Promise<EvalResult[]>,
+  blocks: readonly number[] = [requests.length],
 ): Promise<EvalResult[]> {
   if (requests.length < 2) return run([...requests]);
   const order = requests.map((_, index) => index);
   const rng = makeRng(seed, 'call-order', batch);
-  for (let index = order.length - 1; index > 0; index -= 1) {
-    const other = Math.floor(rng() * (index + 1));
-    [order[index], order[other]] = [order[other]!, order[index]!];
+  let start = 0;
+  for (const length of blocks) {
+    for (let index = start + length - 1; index > start; index -= 1) {
+      const other = start + Math.floor(rng() * (index - start + 1));
+      [order[index], order[other]] = [order[other]!, order[index]!];
+    }
+    start += length;
   }
   const shuffled = await run(order.map((index) => requests[index]!));
   const results = new Array<EvalResult>(requests.length);
