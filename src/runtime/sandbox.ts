@@ -65,6 +65,9 @@ function run(command: string, args: readonly string[]): Promise<{ ok: boolean; s
   });
 }
 
+/** Older kernels and bubblewraps lack --disable-userns; the sandbox holds without it, one namespace layer less. */
+let withoutDisableUserns = false;
+
 const probes = new Map<string, Promise<{ bwrap: string | null; problem: string | null }>>();
 
 /** Whether bubblewrap exists and can build the namespaces we ask for, once per process. */
@@ -76,7 +79,10 @@ function probeBwrap(): Promise<{ bwrap: string | null; problem: string | null }>
       const bwrap = findOnPath('bwrap');
       if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH' };
       const trial = await run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0']);
-      return trial.ok ? { bwrap, problem: null } : { bwrap: null, problem: `bwrap cannot create namespaces here: ${trial.stderr || 'it failed'}` };
+      if (trial.ok) return { bwrap, problem: null };
+      withoutDisableUserns = true;
+      const again = await run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0']);
+      return again.ok ? { bwrap, problem: null } : { bwrap: null, problem: `bwrap cannot create namespaces here: ${trial.stderr || 'it failed'}` };
     })();
     probes.set(key, probe);
   }
@@ -114,7 +120,7 @@ function baseArgs(shareNet: boolean): string[] {
     ...(shareNet ? ['--share-net'] : []),
     '--uid', String(SANDBOX_UID),
     '--gid', String(SANDBOX_UID),
-    '--disable-userns',
+    ...(withoutDisableUserns ? [] : ['--disable-userns']),
     '--die-with-parent',
     '--hostname', 'localhost',
     '--ro-bind', '/', '/',
