@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, realpathSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -160,6 +160,31 @@ function hiddenRoots(): string[] {
   return [...new Set(roots.map((root) => real(root)).filter((root): root is string => root !== null && root !== '/'))];
 }
 
+/** bubblewrap arguments that cover the dot-entries of `dir`, but those on the way to a path that must stay readable. */
+function maskDotEntries(dir: string, readable: readonly string[]): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const masks: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith('.')) continue;
+    const entry = path.join(dir, name);
+    if (readable.some((needed) => isUnder(needed, entry))) continue;
+    let info: Stats;
+    try {
+      info = lstatSync(entry);
+    } catch {
+      continue;
+    }
+    if (info.isDirectory()) masks.push('--tmpfs', entry);
+    else if (info.isFile()) masks.push('--ro-bind', '/dev/null', entry);
+  }
+  return masks;
+}
+
 /** The bubblewrap command line that runs `command args` in the layout. */
 export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): { command: string; args: string[] } {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args] };
@@ -174,7 +199,13 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   const readable = [...new Set([...layout.readable, path.join(PACKAGE_ROOT, 'python')].map((entry) => real(entry)).filter((entry): entry is string => entry !== null))]
     .filter((entry) => covered.some((root) => isUnder(entry, root)))
     .sort((a, b) => a.length - b.length);
-  for (const entry of readable) argv.push('--ro-bind', entry, entry);
+  for (const entry of readable) {
+    argv.push('--ro-bind', entry, entry);
+    // Run from a home directory, that whole home comes back; its dot-files
+    // and dot-directories (~/.aws, ~/.ssh, ~/.netrc, ~/.config...) stay
+    // hidden, except those the interpreter itself needs (a venv in ~/.cache).
+    if (hidden.includes(entry)) argv.push(...maskDotEntries(entry, readable));
+  }
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args);
   return { command: sandbox.bwrap, args: argv };
 }
