@@ -624,7 +624,7 @@ class PythonSession implements VerifierSession {
     const tmp = path.join(workdir, 'tmp');
     const isolated = sandbox.kind === 'bwrap';
     this.inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home, tmp };
-    const layout: SandboxLayout = { home, tmp, readable };
+    const layout: SandboxLayout = { home, tmp, scratch: workdir, readable };
     this.launchSpec = {
       cwd: isolated ? workdir : home,
       env: workerEnv(this.inside.home, this.inside.tmp),

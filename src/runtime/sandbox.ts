@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
+import { accessSync, constants, lstatSync, readdirSync, realpathSync, writeFileSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -148,6 +148,8 @@ export interface SandboxLayout {
   home: string;
   /** Host directory mounted read-write as the sandbox's /tmp. */
   tmp: string;
+  /** Host directory for gatekept's own files about the sandbox; never mounted. */
+  scratch: string;
   /** Host paths the process needs to read that may lie under a hidden directory. */
   readable: readonly string[];
   /** Keep the host network (smoke's loopback server); everything else stays isolated. */
@@ -158,6 +160,33 @@ export interface SandboxLayout {
 function hiddenRoots(): string[] {
   const roots = ['/home', '/root', '/run', os.homedir()];
   return [...new Set(roots.map((root) => real(root)).filter((root): root is string => root !== null && root !== '/'))];
+}
+
+/**
+ * Our Python scripts appear inside as an ordinary application's files
+ * (`/srv/app/main.py` for the harness), so the worker's command line and
+ * `__file__` do not say they belong to an audit.
+ */
+function neutralScripts(): { args: string[]; renamed: Map<string, string> } {
+  const base = ['/srv', '/mnt', '/opt'].find((dir) => {
+    try {
+      return lstatSync(dir).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+  const renamed = new Map<string, string>();
+  const source = path.join(PACKAGE_ROOT, 'python');
+  if (!base) return { args: ['--ro-bind', source, source], renamed };
+  const app = path.join(base, 'app');
+  const args = ['--tmpfs', base];
+  for (const name of readdirSync(source)) {
+    if (!name.endsWith('.py')) continue;
+    const target = path.join(app, name === 'harness.py' ? 'main.py' : name);
+    args.push('--ro-bind', path.join(source, name), target);
+    renamed.set(path.join(source, name), target);
+  }
+  return { args, renamed };
 }
 
 /** bubblewrap arguments that cover the dot-entries of `dir`, but those on the way to a path that must stay readable. */
@@ -196,7 +225,7 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   // verifier, its imports) where a hidden directory or the private /tmp
   // covers it; shortest first, so nested binds stay visible.
   const covered = [...hidden, SANDBOX_TMP, real(os.tmpdir()) ?? SANDBOX_TMP];
-  const readable = [...new Set([...layout.readable, path.join(PACKAGE_ROOT, 'python')].map((entry) => real(entry)).filter((entry): entry is string => entry !== null))]
+  const readable = [...new Set(layout.readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null))]
     .filter((entry) => covered.some((root) => isUnder(entry, root)))
     .sort((a, b) => a.length - b.length);
   for (const entry of readable) {
@@ -206,6 +235,13 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
     // hidden, except those the interpreter itself needs (a venv in ~/.cache).
     if (hidden.includes(entry)) argv.push(...maskDotEntries(entry, readable));
   }
-  argv.push('--chdir', SANDBOX_HOME, '--', command, ...args);
+  // The parent's command line names the host's directories (and gatekept):
+  // an ordinary init's is shown instead.
+  const cmdline = path.join(layout.scratch, 'init-cmdline');
+  writeFileSync(cmdline, '/sbin/init\0');
+  argv.push('--ro-bind', cmdline, '/proc/1/cmdline');
+  const scripts = neutralScripts();
+  argv.push(...scripts.args);
+  argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
   return { command: sandbox.bwrap, args: argv };
 }

@@ -403,7 +403,12 @@ class Helper {
       outputCapBytes: STDERR_CAP,
       minimumVersion: '3.11',
       ...(isolated
-        ? { sandbox: { sandbox: place.sandbox, layout: { home: place.workdir, tmp: path.join(place.workdir, 'tmp'), readable: place.readable, shareNet: place.shareNet } } }
+        ? {
+            sandbox: {
+              sandbox: place.sandbox,
+              layout: { home: path.join(place.workdir, 'home'), tmp: path.join(place.workdir, 'tmp'), scratch: place.workdir, readable: place.readable, shareNet: place.shareNet },
+            },
+          }
         : {}),
     });
     return new Helper(proc);
@@ -840,6 +845,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
   await removeStaleDirs(tmpdir(), SMOKE_WORKDIR_PATTERN);
   const workdir = await makeRegisteredDir(tmpdir(), `gatekept-smoke-${process.pid}-`, liveDirRegistry());
   await mkdir(path.join(workdir, 'tmp'), { mode: 0o700 });
+  await mkdir(path.join(workdir, 'home'), { mode: 0o700 });
   const guard = guardSignals();
   const context: RunContext = {
     pkg,
