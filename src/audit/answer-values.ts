@@ -214,13 +214,18 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
     case 'json':
       return JSON.stringify(value);
+    case 'digit_list': {
+      // Only integers of three digits or more: a two-digit list (4,2) is the split filter's grouping.
+      const match = /^([+-]?)(\d{3,})$/.exec(value.trim());
+      return match ? match[1] + [...match[2]!].join(',') : undefined;
+    }
     default:
       throw new Error(`unknown template filter "${name}"`);
   }
 }
 
 export const KNOWN_FILTERS = new Set([
-  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json',
+  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json', 'digit_list',
 ]);
 
 const FILLER =
