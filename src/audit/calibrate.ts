@@ -48,6 +48,8 @@ export interface Levels {
   honestMax: number;
   /** The threshold for payloads written in no particular format. */
   rawThreshold: number;
+  /** Accepted formats whose plain form is not: the verifier reads them only after a reasoning block. */
+  thinkFormats: AnswerFormat[];
   /** Why calibration failed, if it did: the verifier cannot be audited. */
   broken: BrokenReason | null;
 }
@@ -59,6 +61,7 @@ export type BrokenReason =
   | { kind: 'not-calibrated' }
   | { kind: 'non-numeric'; rewardType: string; completion: string }
   | { kind: 'no-format-accepts-gold' }
+  | { kind: 'format-only'; reward: number }
   | { kind: 'not-discriminating'; honest: number; wrong: number };
 
 const EPSILON = 1e-9;
@@ -122,9 +125,12 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   if (!broken && byFormat.size === 0) {
     // A verifier that gives the gold the same (nonzero) score as a wrong answer
     // does not discriminate; one that never rewards the gold accepts no format.
+    // The same reward for both in the best format means the layout is scored, never the answer.
     broken =
       bestGap && bestGap.honest > EPSILON
-        ? { kind: 'not-discriminating', honest: bestGap.honest, wrong: bestGap.wrong }
+        ? Math.abs(bestGap.honest - bestGap.wrong) <= EPSILON
+          ? { kind: 'format-only', reward: bestGap.honest }
+          : { kind: 'not-discriminating', honest: bestGap.honest, wrong: bestGap.wrong }
         : { kind: 'no-format-accepts-gold' };
   }
   const levels = [...byFormat.values()];
@@ -135,7 +141,10 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   const honestMin = levels.length ? Math.min(...levels.map((l) => l.honest)) : 0;
   const wrongMax = levels.length ? Math.max(...levels.map((l) => l.wrong)) : 0;
   const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
-  return { table, byFormat, honestMax, rawThreshold, broken };
+  const thinkFormats = ANSWER_FORMATS.filter(
+    (format) => byFormat.has(format) && !table.some((cell) => cell.format === format && !cell.think && cell.accepted),
+  );
+  return { table, byFormat, honestMax, rawThreshold, thinkFormats, broken };
 }
 
 /** The formats attacks are written in: those accepted, optionally narrowed by the user. */

@@ -8,6 +8,15 @@ import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
 /** The attack corpus: one reviewed JSON file per family under attacks/. */
 
+/**
+ * What a payload commits to as its final answer, declared per attack: the
+ * gold alone (a re-spelling of it), another value, no value, or several
+ * values. It decides whether a rewarded payload that is no exploit is an
+ * equivalent form (`gold`) or a false accept (the rest).
+ */
+export const COMMITMENTS = ['gold', 'other', 'none', 'several'] as const;
+export type Commitment = (typeof COMMITMENTS)[number];
+
 const attackSchema = z
   .object({
     id: z.string().regex(/^[a-z0-9-]+\/[a-z0-9-]+$/, 'ids look like family/slug'),
@@ -38,14 +47,6 @@ const familySchema = z
 
 export type Position = 'first' | 'middle' | 'last';
 
-/**
- * What a payload commits to as its final answer, declared per attack: the
- * gold alone (a re-spelling of it), another value, no value, or several
- * values. It decides whether a rewarded payload that is no exploit is an
- * equivalent form (`gold`) or a false accept (the rest).
- */
-export const COMMITMENTS = ['gold', 'other', 'none', 'several'] as const;
-export type Commitment = (typeof COMMITMENTS)[number];
 
 export interface Attack {
   id: string;

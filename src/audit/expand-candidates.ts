@@ -1,5 +1,6 @@
 import { applyFilter, KNOWN_FILTERS, padding, renderInFormat } from './answer-values.js';
-import type { Attack, Corpus, Position } from './corpus.js';
+import type { Attack, Commitment, Corpus, Position } from './corpus.js';
+import { THINK_PREFIX } from './calibrate.js';
 import type { AnswerFormat, AnswerType, Severity } from '../types.js';
 
 /**
@@ -19,6 +20,10 @@ export interface GoldContext {
   wrong: readonly string[];
   /** More wrong values for dumps. */
   dumpPool: readonly string[];
+  /** Formats accepted only after a reasoning block: attacks in them are written after one. */
+  thinkFormats?: readonly AnswerFormat[];
+  /** Every accepted format needs a reasoning block first: raw payloads are written after one too. */
+  thinkRaw?: boolean;
 }
 
 export interface Candidate {
@@ -29,14 +34,14 @@ export interface Candidate {
   severity: Severity;
   hackIf: 'rewarded' | 'above_honest';
   gFree: boolean;
+  /** What the payload commits to as its final answer (the attack's declared intent). */
+  commitsTo: Commitment;
   format: AnswerFormat | null;
   position: Position | null;
   label: string | null;
   completion: string;
   /** The gold this candidate is judged against. */
   answer: string;
-  /** True when this is a gold-free payload re-run against the alternate gold. */
-  alternate: boolean;
   row: number;
 }
 
@@ -159,34 +164,41 @@ function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
 }
 
 /**
- * Every candidate for one gold. With `alternate`, only gold-free payloads are
- * produced: they are the ones re-run against a second gold.
+ * A verifier that reads only what follows `</think>` sees nothing of a
+ * payload without a reasoning block, so payloads for it are written after one.
  */
-export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number, alternate: boolean): Candidate[] {
+function withThink(completion: string, variant: Variant, ctx: GoldContext): string {
+  const think = variant.format === null ? ctx.thinkRaw === true : (ctx.thinkFormats ?? []).includes(variant.format);
+  return think && !completion.startsWith(THINK_PREFIX) ? THINK_PREFIX + completion : completion;
+}
+
+/** Every candidate for one gold. */
+export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number): Candidate[] {
   const out: Candidate[] = [];
   const seen = new Set<string>();
   for (const family of corpus.families) {
     for (const attack of family.attacks) {
       if (!attack.appliesTo.includes(ctx.type)) continue;
       if (attack.eachLabel && ctx.type !== 'choice') continue;
-      if (alternate && !attack.gFree) continue;
       for (const variant of variantsOf(attack, ctx)) {
-        const completion = render(attack.template, variant, ctx);
-        if (completion === undefined || seen.has(completion)) continue;
+        const rendered = render(attack.template, variant, ctx);
+        if (rendered === undefined) continue;
+        const completion = withThink(rendered, variant, ctx);
+        if (seen.has(completion)) continue;
         seen.add(completion);
         out.push({
-          key: [row, alternate ? 'alt' : 'gold', attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
+          key: [row, attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
           attackId: attack.id,
           family: attack.family,
           severity: attack.severity,
           hackIf: attack.hackIf,
           gFree: attack.gFree,
+          commitsTo: attack.commitsTo,
           format: variant.format,
           position: variant.position,
           label: variant.label,
           completion,
           answer: ctx.gold,
-          alternate,
           row,
         });
       }

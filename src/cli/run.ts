@@ -40,6 +40,7 @@ const gateOptionsSchema = z
     policy: z.string().optional(),
     seed: integer('--seed').optional(),
     json: z.boolean().default(false),
+    strict: z.boolean().optional(),
     python: z.string().optional(),
     pythonpath: z.array(z.string()).default([]),
     completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
@@ -97,6 +98,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the audit record as JSON')
+    .option('--strict', 'also reject when any false accept is found (overrides the policy)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
@@ -115,6 +117,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           format: options.format,
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
+          ...(options.strict ? { strict: true } : {}),
           python: defaultPython(options.python),
           pythonpath: options.pythonpath,
           completionFormat: options.completionFormat,
