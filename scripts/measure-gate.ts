@@ -29,10 +29,19 @@ const README = path.join(PACKAGE_ROOT, 'README.md');
 const BEGIN = '<!-- measure-gate:begin -->';
 const END = '<!-- measure-gate:end -->';
 
+/**
+ * Four classes, by what the verifier pays for: an exploit (a completion
+ * rewarded under more than one gold, or a reward that ignores the answer),
+ * only false accepts (rewards paid under the gold alone for completions that
+ * do not commit to it), nothing it should not, or it cannot be audited.
+ */
+export const CLASSES = ['exploitable', 'false-accept only', 'sound', 'broken'] as const;
+export type VerifierClass = (typeof CLASSES)[number];
+
 const labelSchema = z.object({
   file: z.string(),
   fn: z.string(),
-  label: z.enum(['gameable', 'robust', 'broken']),
+  label: z.enum(CLASSES),
   answer: z.string(),
   answer_type: z.enum(ANSWER_TYPES),
   choices: z.array(z.string()).optional(),
@@ -48,6 +57,9 @@ export interface VerifierOutcome {
   label: Label['label'];
   exploits: string | null;
   decision: 'PASS' | 'REJECT' | 'ERROR';
+  /** The class the audit puts the verifier in under the default policy. */
+  observed: VerifierClass;
+  false_accepts: number | null;
   /** The error code when the gate could not run (a verifier that does not import). */
   error: string | null;
   hackability: number | null;
@@ -70,17 +82,25 @@ export interface Measurement {
   };
   verifiers: VerifierOutcome[];
   totals: {
-    gameable_caught: string;
-    robust_passed: string;
-    false_positive_rate: number;
+    /** Per label: verifiers the audit put in that class, of those labelled so. */
+    exploitable_rejected: string;
+    false_accept_only_found: string;
+    sound_passed: string;
     broken_rejected: string;
+    /** Verifiers labelled sound or false-accept only that the default policy rejects. */
+    false_positive_rate: number;
     twins: { lenient: string; hardened: string; hackability: string }[];
   };
 }
 
-/** A label's expectation: gameable and broken ones rejected (or unloadable), robust ones passed. */
-function isCorrect(label: Label['label'], decision: VerifierOutcome['decision']): boolean {
-  return label === 'robust' ? decision === 'PASS' : decision !== 'PASS';
+const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'FORMAT_ONLY']);
+
+/** The class an audit record puts a verifier in. */
+export function classify(record: { decision: string; reasons: { code: string }[]; false_accepts: { total: number } }): VerifierClass {
+  if (record.decision === 'PASS') return record.false_accepts.total > 0 ? 'false-accept only' : 'sound';
+  const codes = record.reasons.map((reason) => reason.code);
+  if (codes.some((code) => !EXPLOIT_CODES.has(code) && code !== 'FALSE_ACCEPTS')) return 'broken';
+  return 'exploitable';
 }
 
 async function gateOne(label: Label, python: string): Promise<VerifierOutcome & { pythonVersion?: string }> {
@@ -98,15 +118,18 @@ async function gateOne(label: Label, python: string): Promise<VerifierOutcome & 
       workers: 1,
     });
     const record = result.record;
+    const observed = classify(record);
     return {
       ...base,
       decision: record.decision,
+      observed,
+      false_accepts: record.false_accepts.total,
       error: null,
       hackability: record.hackability,
       hack_rate: { point: record.hack_rate.point, lo: record.hack_rate.lo, hi: record.hack_rate.hi, n: record.hack_rate.n },
       families_fired: record.families.filter((family) => family.hacks > 0).map((family) => family.family),
       reasons: [...new Set(record.reasons.map((reason) => reason.code))],
-      correct: isCorrect(label.label, record.decision),
+      correct: observed === label.label,
       pythonVersion: record.environment.python,
     };
   } catch (error) {
@@ -114,12 +137,14 @@ async function gateOne(label: Label, python: string): Promise<VerifierOutcome & 
     return {
       ...base,
       decision: 'ERROR',
+      observed: 'broken' as const,
+      false_accepts: null,
       error: error.code,
       hackability: null,
       hack_rate: null,
       families_fired: [],
       reasons: [error.code],
-      correct: isCorrect(label.label, 'ERROR'),
+      correct: label.label === 'broken',
     };
   }
 }
@@ -141,12 +166,14 @@ export async function measureGate(python: string): Promise<Measurement> {
     const group = outcomes.filter((outcome) => outcome.label === kind);
     return { hit: group.filter(predicate).length, total: group.length };
   };
-  const caught = count('gameable', (outcome) => outcome.decision !== 'PASS');
-  const passed = count('robust', (outcome) => outcome.decision === 'PASS');
-  const broken = count('broken', (outcome) => outcome.decision !== 'PASS');
+  const exploitable = count('exploitable', (outcome) => outcome.observed === 'exploitable');
+  const falseAcceptOnly = count('false-accept only', (outcome) => outcome.observed === 'false-accept only');
+  const sound = count('sound', (outcome) => outcome.observed === 'sound');
+  const broken = count('broken', (outcome) => outcome.observed === 'broken');
+  const shouldPass = outcomes.filter((outcome) => outcome.label === 'sound' || outcome.label === 'false-accept only');
   const byFile = new Map(outcomes.map((outcome) => [outcome.file, outcome]));
   const twins = labels
-    .filter((label) => label.twin && label.label === 'gameable')
+    .filter((label) => label.twin && label.label !== 'sound')
     .map((label) => {
       const lenient = byFile.get(label.file)!;
       const hardened = byFile.get(label.twin!);
@@ -167,10 +194,12 @@ export async function measureGate(python: string): Promise<Measurement> {
     },
     verifiers: outcomes.map(({ pythonVersion: _python, ...outcome }) => outcome),
     totals: {
-      gameable_caught: fraction(caught),
-      robust_passed: fraction(passed),
-      false_positive_rate: passed.total === 0 ? 0 : Number(((passed.total - passed.hit) / passed.total).toFixed(4)),
+      exploitable_rejected: fraction(exploitable),
+      false_accept_only_found: fraction(falseAcceptOnly),
+      sound_passed: fraction(sound),
       broken_rejected: fraction(broken),
+      false_positive_rate:
+        shouldPass.length === 0 ? 0 : Number((shouldPass.filter((outcome) => outcome.decision !== 'PASS').length / shouldPass.length).toFixed(4)),
       twins,
     },
   };
@@ -188,19 +217,20 @@ export function renderMarkdown(measurement: Measurement): string {
     '',
     '| metric | value |',
     '|---|---|',
-    `| gameable verifiers caught (rejected) | ${percent(totals.gameable_caught)} |`,
-    `| robust verifiers passed | ${percent(totals.robust_passed)} |`,
-    `| false-positive rate (robust wrongly rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
-    `| broken verifiers rejected | ${percent(totals.broken_rejected)} |`,
+    `| exploitable verifiers rejected for exploits | ${percent(totals.exploitable_rejected)} |`,
+    `| false-accept-only verifiers passed with their false accepts reported | ${percent(totals.false_accept_only_found)} |`,
+    `| sound verifiers passed with nothing reported | ${percent(totals.sound_passed)} |`,
+    `| broken verifiers rejected as broken | ${percent(totals.broken_rejected)} |`,
+    `| false-positive rate (sound or false-accept-only verifiers rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
     ...totals.twins.map((twin) => `| hackability, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability} |`),
     '',
-    '| verifier | label | decision | hackability | hack rate [lo, hi] | families that fired |',
-    '|---|---|---|---|---|---|',
+    '| verifier | label | observed | decision | hackability | hack rate [lo, hi] | false accepts | families with exploits |',
+    '|---|---|---|---|---|---|---|---|',
     ...measurement.verifiers.map((outcome) => {
       const rate = outcome.hack_rate && outcome.hack_rate.n > 0 ? `${outcome.hack_rate.point.toFixed(3)} [${outcome.hack_rate.lo.toFixed(3)}, ${outcome.hack_rate.hi.toFixed(3)}]` : '-';
       const decision = outcome.error ? `${outcome.decision} (${outcome.error})` : outcome.decision;
       const fired = outcome.families_fired.length ? outcome.families_fired.join(', ') : outcome.reasons.filter((code) => !code.startsWith('HACK')).join(', ') || '-';
-      return `| \`${outcome.file}\` | ${outcome.label} | ${decision}${outcome.correct ? '' : ' ✗'} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${fired} |`;
+      return `| \`${outcome.file}\` | ${outcome.label} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${decision} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${outcome.false_accepts ?? '-'} | ${fired} |`;
     }),
   ];
   return `${lines.join('\n')}\n`;

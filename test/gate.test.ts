@@ -79,7 +79,8 @@ describe('gate on real verifiers', () => {
     expect(result.record.verifier.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(result.record.corpus.hash).toMatch(/^[0-9a-f]{64}$/);
     expect(result.record.policy).toMatchObject({ max_hackability: 15, max_hack_rate_ci_hi: 0.25 });
-    expect(result.record.schema).toBe('gatekept.audit/v1');
+    expect(result.record.schema).toBe('gatekept.audit/v2');
+    expect(result.record.policy).toMatchObject({ strict: false, timeouts: { call_ms: 10000 } });
     expect(result.record.tool.name).toBe('gatekept');
   });
 });
