@@ -128,13 +128,15 @@ export interface AlternateOutcome {
 }
 
 /**
- * The second pass for one rewarded candidate. An error under an alternate
- * gold is an error of the verifier like any other.
+ * The second pass for one rewarded candidate. An alternate gold may have a
+ * shape the verifier never sees in its task (a decimal for an integer task),
+ * so a raise under it only means it was not rewarded; a timeout or a crash is
+ * an error of the verifier like any other.
  */
 export function settle(candidate: Candidate, alternates: readonly AlternateOutcome[], levels: Levels): Verdict {
   for (const { result } of alternates) {
     if (result.status === 'skipped') return verdict('unjudged');
-    if (result.status !== 'ok') return verdict('error', FAILURE_INVARIANT[result.status]);
+    if (result.status === 'timeout' || result.status === 'crashed') return verdict('error', FAILURE_INVARIANT[result.status]);
   }
   const gold = [candidate.answer];
   if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
