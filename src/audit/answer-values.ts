@@ -38,8 +38,21 @@ export function detectAnswerType(gold: string, choices: readonly string[] | unde
   return 'string';
 }
 
+/**
+ * A layout the user declares for a verifier that reads none of the built-in
+ * ones, with `{}` where the answer goes: `<SOLUTION>{}</SOLUTION>`.
+ */
+export type CustomFormat = `${string}{}${string}`;
+/** Any layout an answer is written in: a built-in one by name, or a declared template. */
+export type FormatName = AnswerFormat | CustomFormat;
+
+export function isCustomFormat(format: string): format is CustomFormat {
+  return format.includes('{}');
+}
+
 /** Render a value the way a model would write its final answer in a format. */
-export function renderInFormat(format: AnswerFormat, value: string): string {
+export function renderInFormat(format: FormatName, value: string): string {
+  if (isCustomFormat(format)) return format.replace('{}', () => value);
   switch (format) {
     case 'bare':
       return value;

@@ -8,6 +8,7 @@ import type { GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
 import type { EvalRequest } from '../runtime/python-session.js';
+import type { CustomFormat, FormatName } from './answer-values.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 
 /**
@@ -26,7 +27,7 @@ export interface BrokenGold {
 /** What the chunks accumulate for the record, besides the tally. */
 export interface AuditState {
   tally: OutcomeTally;
-  acceptedByRow: Map<number, AnswerFormat[]>;
+  acceptedByRow: Map<number, FormatName[]>;
   calibration: AuditRecord['honest']['calibration'];
   variants: AuditRecord['honest']['variants'];
   honestProbes: GateProbe[];
@@ -46,9 +47,14 @@ function timed<T>(state: AuditState, phase: string, started: number, value: T): 
 }
 
 /** Calibration: the gold and a wrong value in every format; returns each row's levels. */
-export async function calibrateChunk(chunk: readonly GoldPlan[], evaluator: Evaluator, state: AuditState): Promise<Map<number, Levels>> {
+export async function calibrateChunk(
+  chunk: readonly GoldPlan[],
+  evaluator: Evaluator,
+  state: AuditState,
+  custom: readonly CustomFormat[],
+): Promise<Map<number, Levels>> {
   const started = performance.now();
-  const sets: { plan: GoldPlan; probes: Probe[] }[] = chunk.map((plan) => ({ plan, probes: calibrationProbes(plan.context.gold, plan.context.wrong[0]!) }));
+  const sets: { plan: GoldPlan; probes: Probe[] }[] = chunk.map((plan) => ({ plan, probes: calibrationProbes(plan.context.gold, plan.context.wrong[0]!, custom) }));
   // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
   const results = await evaluator.evaluate(sets.flatMap(({ plan, probes }) => probes.map((probe) => requestFor(plan, probe.completion))));
   state.tally.addSideEffects(results);
@@ -74,7 +80,8 @@ export async function calibrateChunk(chunk: readonly GoldPlan[], evaluator: Eval
 export interface AttackSettings {
   corpus: Corpus;
   answerType: AnswerType;
-  format: AnswerFormat | 'auto';
+  /** Built-in formats to attack in ('auto': every accepted one). */
+  format: readonly AnswerFormat[] | 'auto';
   /** Rows in the whole audit and rows before this chunk: for the progress estimate. */
   totalRows: number;
   rowsBefore: number;
@@ -92,7 +99,7 @@ export async function attackChunk(
   let started = performance.now();
   const planByRow = new Map(chunk.map((plan) => [plan.row.index, plan]));
   const candidates: Candidate[] = [];
-  const variants: { plan: GoldPlan; form: string; contested: boolean; completion: string; format: AnswerFormat }[] = [];
+  const variants: { plan: GoldPlan; form: string; contested: boolean; completion: string; format: FormatName }[] = [];
   for (const plan of chunk) {
     const levels = levelsByRow.get(plan.row.index)!;
     if (levels.broken) continue;

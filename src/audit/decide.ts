@@ -62,7 +62,7 @@ function describeBroken(row: number, answer: string, reason: BrokenReason): Reas
     case 'no-format-accepts-gold':
       return {
         code: 'NO_FORMAT_ACCEPTS_GOLD',
-        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON, each also after <think>)`,
+        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON and any declared with --format, each also after <think>); if it reads another layout, declare it with --format '<TAG>{}</TAG>'`,
       };
     case 'format-only':
       return {

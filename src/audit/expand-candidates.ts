@@ -1,7 +1,8 @@
 import { applyFilter, KNOWN_FILTERS, padding, renderInFormat } from './answer-values.js';
 import type { Attack, Commitment, Corpus, Position } from './corpus.js';
 import { THINK_PREFIX } from './calibrate.js';
-import type { AnswerFormat, AnswerType, Severity } from '../types.js';
+import type { FormatName } from './answer-values.js';
+import type { AnswerType, Severity } from '../types.js';
 
 /**
  * Expand the attack templates into concrete completions for one gold.
@@ -15,13 +16,13 @@ export interface GoldContext {
   type: AnswerType;
   choices: readonly string[];
   /** Formats the verifier was found to accept; `each` attacks are written in these. */
-  formats: readonly AnswerFormat[];
+  formats: readonly FormatName[];
   /** W, W2, W3: plainly-wrong values unrelated to the gold. */
   wrong: readonly string[];
   /** More wrong values for dumps. */
   dumpPool: readonly string[];
   /** Formats accepted only after a reasoning block: attacks in them are written after one. */
-  thinkFormats?: readonly AnswerFormat[];
+  thinkFormats?: readonly FormatName[];
   /** Every accepted format needs a reasoning block first: raw payloads are written after one too. */
   thinkRaw?: boolean;
 }
@@ -36,7 +37,7 @@ export interface Candidate {
   gFree: boolean;
   /** What the payload commits to as its final answer (the attack's declared intent). */
   commitsTo: Commitment;
-  format: AnswerFormat | null;
+  format: FormatName | null;
   position: Position | null;
   label: string | null;
   completion: string;
@@ -58,7 +59,7 @@ function slotsUsed(template: string): string[] {
 }
 
 interface Variant {
-  format: AnswerFormat | null;
+  format: FormatName | null;
   label: string | null;
   position: Position | null;
 }
@@ -155,7 +156,7 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
 }
 
 function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
-  const formats: (AnswerFormat | null)[] = attack.formats === 'each' ? [...ctx.formats] : [null];
+  const formats: (FormatName | null)[] = attack.formats === 'each' ? [...ctx.formats] : [null];
   const labels: (string | null)[] = attack.eachLabel ? ctx.choices.filter((label) => label !== ctx.gold) : [null];
   const positions: (Position | null)[] = attack.positions ? [...attack.positions] : [null];
   const variants: Variant[] = [];

@@ -6,7 +6,7 @@ import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
 import { decide } from './decide.js';
 import { Evaluator } from './evaluator.js';
-import { planAudit, type AuditPlan } from './plan-audit.js';
+import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
 import type { AuditRecord } from './record.js';
 import { hackability, hackRateInterval } from './score.js';
@@ -39,7 +39,11 @@ export interface GateOptions {
   prompt?: string;
   answerType?: AnswerType | 'auto';
   choices?: readonly string[];
-  format?: AnswerFormat | 'auto';
+  /**
+   * Built-in format names to narrow the attack to, and templates with `{}`
+   * where the answer goes for layouts none of them covers; default 'auto'.
+   */
+  format?: AnswerFormat | 'auto' | string | readonly string[];
   policy?: GatePolicy;
   /** Overrides the policy's seed. */
   seed?: number;
@@ -89,7 +93,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const policy = effectivePolicy(options);
   const target = parseVerifierSpec(options.reward, cwd);
   const completionFormat = options.completionFormat ?? 'messages';
-  const format = options.format ?? 'auto';
+  const formats = resolveFormats(options.format);
   // Python starts (and imports the verifier) while the inputs are read and planned.
   const poolOpening = WorkerPool.open({
     python: options.python ?? 'python3',
@@ -131,10 +135,10 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     let rowsAudited = 0;
     for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
       const chunk = plan.plans.slice(start, start + ROWS_PER_CHUNK);
-      const levels = await calibrateChunk(chunk, evaluator, state);
+      const levels = await calibrateChunk(chunk, evaluator, state, formats.custom);
       rowsAudited += chunk.length;
       if (state.tally.timedOut) break;
-      await attackChunk(chunk, levels, evaluator, state, { corpus, answerType: plan.answerType, format, totalRows: plan.plans.length, rowsBefore: start }, (expected) =>
+      await attackChunk(chunk, levels, evaluator, state, { corpus, answerType: plan.answerType, format: formats.named, totalRows: plan.plans.length, rowsBefore: start }, (expected) =>
         pool.reserve(expected - start),
       );
       if (start + ROWS_PER_CHUNK < plan.plans.length) collectGarbageIfGrown();
@@ -169,7 +173,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       spec: options.reward,
       verifierFile: target.kind === 'file' ? target.path : null,
       completionFormat,
-      format,
+      format: formats.label,
       policy,
       corpus,
       plan,

@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isNumeric, makeRng, wrongValues } from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, wrongValues, type CustomFormat } from './answer-values.js';
 import type { GoldContext } from './expand-candidates.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import { ANSWER_TYPES, type AnswerType } from '../types.js';
+import { ANSWER_FORMATS, ANSWER_TYPES, type AnswerFormat, type AnswerType } from '../types.js';
 
 /**
  * The first stage of the gate: which rows are audited, as which answer type,
@@ -94,6 +94,38 @@ function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[],
     alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
     null;
   return { row, alternate, context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool } };
+}
+
+export interface FormatPlan {
+  /** Built-in formats to attack in, or every accepted one. */
+  named: AnswerFormat[] | 'auto';
+  /** Declared templates, calibrated and attacked like the built-in ones. */
+  custom: CustomFormat[];
+  /** As written into the record. */
+  label: string;
+}
+
+/**
+ * `--format`: 'auto', a built-in name, or a template with `{}` where the
+ * answer goes; several may be given.
+ */
+export function resolveFormats(option: string | readonly string[] | undefined): FormatPlan {
+  const given = option === undefined ? ['auto'] : typeof option === 'string' ? [option] : [...option];
+  const named: AnswerFormat[] = [];
+  const custom: CustomFormat[] = [];
+  for (const format of given) {
+    if (format === 'auto') continue;
+    if ((ANSWER_FORMATS as readonly string[]).includes(format)) named.push(format as AnswerFormat);
+    else if (isCustomFormat(format) && format.split('{}').length === 2 && format.trim() !== '{}') custom.push(format);
+    else {
+      throw new GatekeptError('BAD_ARGUMENT', `unknown answer format ${JSON.stringify(format)}`, {
+        suggestion: `use one of ${ANSWER_FORMATS.join(', ')}, auto, or a template with one {} where the answer goes, such as '<SOLUTION>{}</SOLUTION>'`,
+      });
+    }
+  }
+  const unique = <T>(items: T[]): T[] => [...new Set(items)];
+  const label = given.length === 0 ? 'auto' : unique(given).join(' | ');
+  return { named: named.length > 0 ? unique(named) : 'auto', custom: unique(custom), label };
 }
 
 export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: string): Promise<AuditPlan> {

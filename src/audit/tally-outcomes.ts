@@ -3,7 +3,8 @@ import type { Candidate } from './expand-candidates.js';
 import type { Invariant, Verdict } from './judge.js';
 import type { EvalResult } from '../runtime/python-session.js';
 import { roundTo, scoreFamily, type FamilyScore } from './score.js';
-import { SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
+import type { FormatName } from './answer-values.js';
+import { SEVERITIES, type Severity } from '../types.js';
 
 /**
  * A running tally of judged candidates. The gate streams rows through it in
@@ -24,7 +25,7 @@ const PROBE_MAX_CHARS = 4096;
 
 /** One scored completion against a row's own gold (never an alternate gold). */
 export type GateProbe =
-  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: AnswerFormat; think: boolean }
+  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: FormatName; think: boolean }
   | { kind: 'attack'; row: number; answer: string; completion: string; reward: number; attackId: string; severity: Severity };
 
 type AttackProbe = Extract<GateProbe, { kind: 'attack' }>;

@@ -35,7 +35,13 @@ const gateOptionsSchema = z
       .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
       .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
       .optional(),
-    format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
+    format: z
+      .array(
+        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || /^[^]*\{\}[^]*$/.test(value), {
+          message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
+        }),
+      )
+      .default([]),
     dataset: z.string().optional(),
     policy: z.string().optional(),
     seed: integer('--seed').optional(),
@@ -93,7 +99,12 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--answer <gold>', 'the ground truth to audit against')
     .addOption(new Option('--answer-type <type>', 'answer type').choices([...ANSWER_TYPES, 'auto']).default('auto'))
     .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
-    .addOption(new Option('--format <format>', 'the answer format to attack in (default: every format the verifier accepts)').choices([...ANSWER_FORMATS, 'auto']).default('auto'))
+    .option(
+      '--format <format>',
+      `attack only in this built-in format (${ANSWER_FORMATS.join(', ')}), or declare a layout with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>' (repeatable; default: every format the verifier accepts)`,
+      collect,
+      [],
+    )
     .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
@@ -114,7 +125,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
           answerType: options.answerType,
           ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format,
+          format: options.format.length > 0 ? options.format : 'auto',
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
           ...(options.strict ? { strict: true } : {}),
