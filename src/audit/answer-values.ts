@@ -33,7 +33,7 @@ export function detectAnswerType(gold: string, choices: readonly string[] | unde
   const trimmed = gold.trim();
   if (isNumeric(trimmed)) return 'numeric';
   if (trimmed.toLowerCase() in BOOLEAN_WORDS) return 'boolean';
-  if (choices && choices.includes(trimmed)) return 'choice';
+  if (choices?.includes(trimmed)) return 'choice';
   if (!choices && /^[A-J]$/.test(trimmed)) return 'choice';
   return 'string';
 }

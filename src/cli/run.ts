@@ -37,7 +37,7 @@ const gateOptionsSchema = z
       .optional(),
     format: z
       .array(
-        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || /^[^]*\{\}[^]*$/.test(value), {
+        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
           message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
         }),
       )
