@@ -5,6 +5,10 @@
  * results/measure-gate.json and results/measure-gate.md, and the Markdown
  * table is written into the README between its measure-gate markers.
  *
+ * The reference panel under test/panel/ is measured too, in the
+ * interpreter that holds math-verify (--panel-python, default: the cached
+ * verifiers-v1 test environment).
+ *
  *   npm run measure            regenerate results/ and the README table
  *   npm run measure -- --check regenerate in memory and fail if the committed files differ
  */
@@ -20,9 +24,35 @@ import { loadCorpus } from '../src/audit/corpus.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { DEFAULT_POLICY, policyRecord } from '../src/audit/policy.js';
 import { TOOL } from '../src/tool-info.js';
+import { testPython } from '../test/support/test-python.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../src/types.js';
 
 const CORPUS_DIR = path.join(PACKAGE_ROOT, 'examples', 'verifiers');
+const PANEL_DIR = path.join(PACKAGE_ROOT, 'test', 'panel');
+/** The panel's variants: the sound reader and the same reader with one injected bug of each class. */
+const PANEL_VARIANTS = [
+  { fn: 'reward', expected: ['sound', 'false-accept only'] },
+  { fn: 'reward_exploit', expected: ['exploitable'] },
+  { fn: 'reward_false_accept', expected: ['false-accept only'] },
+] as const;
+
+const panelSchema = z.object({ file: z.string(), answer: z.string(), answer_type: z.enum(ANSWER_TYPES), style: z.string() });
+
+export interface PanelOutcome {
+  file: string;
+  style: string;
+  variant: string;
+  observed: VerifierClass;
+  decision: 'PASS' | 'REJECT';
+  /** The decision the same record gets under a strict policy: any false accept rejects. */
+  strict_decision: 'PASS' | 'REJECT';
+  hackability: number;
+  exploits: number;
+  false_accepts: number;
+  equivalent_forms: number;
+  attempts: number;
+  correct: boolean;
+}
 const RESULTS_JSON = path.join(PACKAGE_ROOT, 'results', 'measure-gate.json');
 const RESULTS_MD = path.join(PACKAGE_ROOT, 'results', 'measure-gate.md');
 const README = path.join(PACKAGE_ROOT, 'README.md');
@@ -81,6 +111,8 @@ export interface Measurement {
     date: string;
   };
   verifiers: VerifierOutcome[];
+  /** The reference panel, run in the interpreter that holds math-verify. */
+  panel: PanelOutcome[];
   totals: {
     /** Per label: verifiers the audit put in that class, of those labelled so. */
     exploitable_rejected: string;
@@ -90,7 +122,44 @@ export interface Measurement {
     /** Verifiers labelled sound or false-accept only that the default policy rejects. */
     false_positive_rate: number;
     twins: { lenient: string; hardened: string; hackability: string }[];
+    panel_sound_passed: string;
+    panel_exploit_bugs_rejected: string;
+    panel_false_accept_bugs_reported: string;
   };
+}
+
+async function measurePanel(python: string): Promise<PanelOutcome[]> {
+  const entries = z.array(panelSchema).parse(JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')));
+  const outcomes: PanelOutcome[] = [];
+  for (const entry of entries) {
+    for (const variant of PANEL_VARIANTS) {
+      const { record } = await gate({
+        reward: path.join('test', 'panel', `${entry.file}:${variant.fn}`),
+        answer: entry.answer,
+        answerType: entry.answer_type,
+        policy: DEFAULT_POLICY,
+        python,
+        cwd: PACKAGE_ROOT,
+        workers: 1,
+      });
+      const observed = classify(record);
+      outcomes.push({
+        file: entry.file,
+        style: entry.style,
+        variant: variant.fn,
+        observed,
+        decision: record.decision,
+        strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 ? 'REJECT' : 'PASS',
+        hackability: record.hackability,
+        exploits: record.findings_total,
+        false_accepts: record.false_accepts.total,
+        equivalent_forms: record.equivalent_forms.total,
+        attempts: record.hack_rate.n,
+        correct: (variant.expected as readonly string[]).includes(observed),
+      });
+    }
+  }
+  return outcomes;
 }
 
 const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'FORMAT_ONLY']);
@@ -157,7 +226,12 @@ function gitCommit(): string {
   }
 }
 
-export async function measureGate(python: string): Promise<Measurement> {
+export async function measureGate(python: string, panelPython: string): Promise<Measurement> {
+  const panel = await measurePanel(panelPython);
+  const panelCount = (variant: string) => {
+    const group = panel.filter((outcome) => outcome.variant === variant);
+    return `${group.filter((outcome) => outcome.correct).length}/${group.length}`;
+  };
   const labels = z.array(labelSchema).parse(JSON.parse(readFileSync(path.join(CORPUS_DIR, 'labels.json'), 'utf8')));
   const corpus = await loadCorpus();
   const outcomes: (VerifierOutcome & { pythonVersion?: string })[] = [];
@@ -173,7 +247,7 @@ export async function measureGate(python: string): Promise<Measurement> {
   const shouldPass = outcomes.filter((outcome) => outcome.label === 'sound' || outcome.label === 'false-accept only');
   const byFile = new Map(outcomes.map((outcome) => [outcome.file, outcome]));
   const twins = labels
-    .filter((label) => label.twin && label.label !== 'sound')
+    .filter((label) => label.twin && label.exploits)
     .map((label) => {
       const lenient = byFile.get(label.file)!;
       const hardened = byFile.get(label.twin!);
@@ -193,6 +267,7 @@ export async function measureGate(python: string): Promise<Measurement> {
       date: new Date().toISOString().slice(0, 10),
     },
     verifiers: outcomes.map(({ pythonVersion: _python, ...outcome }) => outcome),
+    panel,
     totals: {
       exploitable_rejected: fraction(exploitable),
       false_accept_only_found: fraction(falseAcceptOnly),
@@ -201,6 +276,9 @@ export async function measureGate(python: string): Promise<Measurement> {
       false_positive_rate:
         shouldPass.length === 0 ? 0 : Number((shouldPass.filter((outcome) => outcome.decision !== 'PASS').length / shouldPass.length).toFixed(4)),
       twins,
+      panel_sound_passed: panelCount('reward'),
+      panel_exploit_bugs_rejected: panelCount('reward_exploit'),
+      panel_false_accept_bugs_reported: panelCount('reward_false_accept'),
     },
   };
 }
@@ -223,6 +301,9 @@ export function renderMarkdown(measurement: Measurement): string {
     `| broken verifiers rejected as broken | ${percent(totals.broken_rejected)} |`,
     `| false-positive rate (sound or false-accept-only verifiers rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
     ...totals.twins.map((twin) => `| hackability, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability} |`),
+    `| reference panel: sound verifiers passed with zero exploits | ${percent(totals.panel_sound_passed)} |`,
+    `| reference panel: injected exploit bugs rejected | ${percent(totals.panel_exploit_bugs_rejected)} |`,
+    `| reference panel: injected false-accept bugs passed with false accepts reported | ${percent(totals.panel_false_accept_bugs_reported)} |`,
     '',
     '| verifier | label | observed | decision | hackability | hack rate [lo, hi] | false accepts | families with exploits |',
     '|---|---|---|---|---|---|---|---|',
@@ -232,6 +313,15 @@ export function renderMarkdown(measurement: Measurement): string {
       const fired = outcome.families_fired.length ? outcome.families_fired.join(', ') : outcome.reasons.filter((code) => !code.startsWith('HACK')).join(', ') || '-';
       return `| \`${outcome.file}\` | ${outcome.label} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${decision} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${outcome.false_accepts ?? '-'} | ${fired} |`;
     }),
+    '',
+    'Reference panel (`test/panel/`, written from public descriptions of widely used reward code), each verifier sound and with one injected bug of each class:',
+    '',
+    '| verifier | style | variant | observed | decision | under --strict | hackability | exploits | false accepts | equivalent forms | attempts |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...measurement.panel.map(
+      (outcome) =>
+        `| \`${outcome.file}\` | ${outcome.style.replace(/\|/g, '\\|')} | ${outcome.variant} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${outcome.decision} | ${outcome.strict_decision} | ${outcome.hackability.toFixed(1)} | ${outcome.exploits} | ${outcome.false_accepts} | ${outcome.equivalent_forms} | ${outcome.attempts} |`,
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -250,9 +340,13 @@ function readmeWith(table: string): string {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { check: { type: 'boolean', default: false }, python: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { check: { type: 'boolean', default: false }, python: { type: 'string' }, 'panel-python': { type: 'string' } },
+  });
   const python = values.python ?? process.env.GATEKEPT_PYTHON ?? 'python3';
-  const measurement = await measureGate(python);
+  // The panel needs math-verify: the verifiers 0.4 test environment holds it.
+  const panelPython = values['panel-python'] ?? testPython('verifiers-v1');
+  const measurement = await measureGate(python, panelPython);
   const markdown = renderMarkdown(measurement);
   if (values.check) {
     const committed = JSON.parse(readFileSync(RESULTS_JSON, 'utf8')) as Measurement;

@@ -3,12 +3,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { comparable, measureGate, renderMarkdown, type Measurement } from '../scripts/measure-gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { testPython } from './support/test-python.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
+const panelPython = testPython('verifiers-v1');
 
 describe('measure-gate', () => {
   it('regenerates exactly the committed results (apart from date and commit), and the README shows them', async () => {
-    const fresh = await measureGate(python);
+    const fresh = await measureGate(python, panelPython);
     const committed = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'results', 'measure-gate.json'), 'utf8')) as Measurement;
     expect(comparable(fresh)).toEqual(comparable(committed));
     const readme = readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8');
@@ -30,5 +32,7 @@ describe('measure-gate', () => {
     expect(labels.filter((label) => label === 'sound').length).toBeGreaterThanOrEqual(1);
     expect(labels.filter((label) => label === 'broken').length).toBeGreaterThanOrEqual(6);
     expect(committed.totals.twins.length).toBeGreaterThanOrEqual(6);
+    expect(committed.panel.filter((outcome) => !outcome.correct)).toEqual([]);
+    expect(committed.panel.filter((outcome) => outcome.variant === 'reward').length).toBeGreaterThanOrEqual(13);
   });
 });
