@@ -121,7 +121,7 @@ export interface Measurement {
     broken_rejected: string;
     /** Verifiers labelled sound or false-accept only that the default policy rejects. */
     false_positive_rate: number;
-    twins: { lenient: string; hardened: string; hackability: string }[];
+    twins: { lenient: string; hardened: string; hackability: string; false_accepts: string }[];
     panel_sound_passed: string;
     panel_exploit_bugs_rejected: string;
     panel_false_accept_bugs_reported: string;
@@ -252,7 +252,13 @@ export async function measureGate(python: string, panelPython: string): Promise<
       const lenient = byFile.get(label.file)!;
       const hardened = byFile.get(label.twin!);
       const score = (outcome: VerifierOutcome | undefined) => (outcome?.hackability ?? Number.NaN).toFixed(1);
-      return { lenient: label.file, hardened: label.twin!, hackability: `${score(lenient)} -> ${score(hardened)}` };
+      const accepts = (outcome: VerifierOutcome | undefined) => String(outcome?.false_accepts ?? '-');
+      return {
+        lenient: label.file,
+        hardened: label.twin!,
+        hackability: `${score(lenient)} -> ${score(hardened)}`,
+        false_accepts: `${accepts(lenient)} -> ${accepts(hardened)}`,
+      };
     });
   const fraction = (value: { hit: number; total: number }) => `${value.hit}/${value.total}`;
   return {
@@ -300,7 +306,9 @@ export function renderMarkdown(measurement: Measurement): string {
     `| sound verifiers passed with nothing reported | ${percent(totals.sound_passed)} |`,
     `| broken verifiers rejected as broken | ${percent(totals.broken_rejected)} |`,
     `| false-positive rate (sound or false-accept-only verifiers rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
-    ...totals.twins.map((twin) => `| hackability, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability} |`),
+    ...totals.twins.map(
+      (twin) => `| hackability; false accepts, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability}; ${twin.false_accepts} |`,
+    ),
     `| reference panel: sound verifiers passed with zero exploits | ${percent(totals.panel_sound_passed)} |`,
     `| reference panel: injected exploit bugs rejected | ${percent(totals.panel_exploit_bugs_rejected)} |`,
     `| reference panel: injected false-accept bugs passed with false accepts reported | ${percent(totals.panel_false_accept_bugs_reported)} |`,
