@@ -3,7 +3,7 @@ export { gate, type GateOptions, type GateResult } from './audit/gate.js';
 export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './audit/policy.js';
 export { GatekeptError, EXIT, type ErrorCode, type ExitCode } from './errors.js';
 export { formatScorecard, formatSummary } from './report/scorecard.js';
-export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit/record.js';
+export { AUDIT_SCHEMA, auditRecordSchema, REASON_CODES, withoutTiming, type AuditRecord, type FindingRecord, type ReasonCode } from './audit/record.js';
 export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './audit/score.js';
 export { decide, type Decision, type Reason } from './audit/decide.js';
 export { loadCorpus, type Corpus, type Attack, type Family } from './audit/corpus.js';

@@ -161,14 +161,19 @@ export async function attackChunk(
   );
   state.tally.addSideEffects(alternateResults);
   const settled = new Map<number, Verdict>();
+  // A call that failed under an alternate gold is the one an error report should show.
+  const shown = [...attackResults];
   let offset = 0;
   for (const { index, answers } of pending) {
     const candidate = candidates[index]!;
     const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[offset + k]! }));
     offset += answers.length;
-    settled.set(index, settle(candidate, outcomes, levelsByRow.get(candidate.row)!));
+    const verdict = settle(candidate, outcomes, levelsByRow.get(candidate.row)!);
+    settled.set(index, verdict);
+    const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
+    if (verdict.kind === 'error' && failed) shown[index] = failed.result;
   }
   const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' ? settled.get(index)! : verdict));
-  state.tally.addJudged(candidates, verdicts, attackResults);
+  state.tally.addJudged(candidates, verdicts, shown);
   timed(state, 'invariance', started, undefined);
 }

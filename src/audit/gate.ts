@@ -4,12 +4,11 @@ import { attackChunk, calibrateChunk, type AuditState } from './audit-chunk.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
-import { decide } from './decide.js';
 import { Evaluator } from './evaluator.js';
 import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
 import type { AuditRecord } from './record.js';
-import { hackability, hackRateInterval } from './score.js';
+import { scoreAudit } from './score-audit.js';
 import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
 import { EXIT, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
@@ -147,25 +146,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     const closing = pool.close();
 
     const scoring = performance.now();
-    const { tally } = state;
-    const score = hackability(tally.familyScores());
-    const hackRate = hackRateInterval(tally.hacks, tally.attempts, {
-      seed: policy.seed,
-      resamples: policy.budget.bootstrapResamples,
-      confidence: policy.budget.confidence,
-    });
-    const errors = tally.errorGroups();
-    const sideEffects = tally.sideEffectGroups();
-    const falseAccepts = tally.falseAcceptRecord(new Map());
-    const decision = decide({
-      policy,
-      broken: state.broken,
-      hackability: score,
-      hackRate,
-      falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
-      errors: errors.map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
-      sideEffects: sideEffects.map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
-    });
+    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy);
     state.phases.score = performance.now() - scoring;
     const info = pool.info;
     await closing;
@@ -191,7 +172,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       exitCode: record.decision === 'PASS' ? EXIT.pass : EXIT.reject,
       record,
       summary: () => formatSummary(record),
-      probes: [...state.honestProbes, ...tally.attackProbes()],
+      probes: [...state.honestProbes, ...state.tally.attackProbes()],
     };
   } finally {
     evaluator.dispose();
