@@ -209,7 +209,7 @@ export const PASS_STATEMENT =
   'PASS means the verifier survived these attacks at this budget and seed: no completion was rewarded under more than one gold beyond the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
 
 export const REJECT_STATEMENT =
-  'REJECT means the verifier was rewarded by attacks whatever the answer, misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
+  'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
 
 export function excerpt(text: string, max = 240): string {
   const chars = [...text];
