@@ -42,7 +42,7 @@ export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
   'hedge-rewarded': 'rewarded a completion stating several answers under more than one of them: hedging pays',
   'gold-free-rewarded': 'rewarded a payload that does not contain the answer at all',
   'answer-ignored': 'rewarded a payload without the answer under two different golds: the reward ignores the answer',
-  'attack-rewarded': 'rewarded a non-answer nearer the honest level than the wrong level, under a different gold too',
+  'attack-rewarded': 'rewarded a non-answer nearer the honest level than the wrong level',
   'false-accept': 'rewarded a completion that does not commit to the gold alone, though only when the gold is the answer',
   'equivalent-form': "rewarded the gold's own value written another way",
   raised: 'raised an exception',

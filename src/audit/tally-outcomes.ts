@@ -14,8 +14,16 @@ import { SEVERITIES, type Severity } from '../types.js';
 
 /** Findings kept in the record; the total is always reported. */
 export const MAX_FINDINGS = 500;
-/** Examples of false accepts and of equivalent forms kept in the record. */
-export const MAX_EXAMPLES = 20;
+/** Examples of false accepts and of equivalent forms kept in the record, and at most this many per family. */
+export const MAX_EXAMPLES = 50;
+const MAX_EXAMPLES_PER_FAMILY = 2;
+
+/** Keep an example unless the list, or its family's share of it, is full: every family gets shown. */
+function keepExample(list: FindingRecord[], finding: FindingRecord): void {
+  if (list.length >= MAX_EXAMPLES) return;
+  if (list.filter((kept) => kept.family === finding.family).length >= MAX_EXAMPLES_PER_FAMILY) return;
+  list.push(finding);
+}
 /** Attack probes kept for replaying against packaged environments. */
 const ATTACK_PROBES = 32;
 /** Candidate probes remembered per family while streaming. */
@@ -104,11 +112,11 @@ export class OutcomeTally {
       if (verdict.kind === 'false_accept') {
         family.falseAccepts += 1;
         this.falseAccepts += 1;
-        if (this.falseAcceptExamples.length < MAX_EXAMPLES) this.falseAcceptExamples.push(findingOf(candidate, verdict, result));
+        keepExample(this.falseAcceptExamples, findingOf(candidate, verdict, result));
       }
       if (verdict.kind === 'equivalent_form') {
         this.equivalentForms += 1;
-        if (this.equivalentExamples.length < MAX_EXAMPLES) this.equivalentExamples.push(findingOf(candidate, verdict, result));
+        keepExample(this.equivalentExamples, findingOf(candidate, verdict, result));
       }
       if (verdict.kind === 'exploit') {
         const severity = verdict.severity!;

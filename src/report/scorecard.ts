@@ -51,6 +51,11 @@ function falseAcceptLines(record: AuditRecord): string[] {
   }
   if (record.equivalent_forms.total > 0) {
     lines.push(`equivalent forms rewarded: ${record.equivalent_forms.total} (the gold written another way; reported, never gated)`);
+    const families = [...new Set(record.equivalent_forms.examples.map((example) => example.family))];
+    for (const family of families) {
+      const example = record.equivalent_forms.examples.find((finding) => finding.family === family)!;
+      lines.push(`  ${family}  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}`);
+    }
   }
   return lines;
 }
