@@ -11,3 +11,6 @@ export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './typ
 export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack/pack.js';
 export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
 export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';
+export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit/env-audit.js';
+export { formatEnvScorecard } from './env-audit/scorecard.js';
+export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult } from './env-audit/record.js';

@@ -8,6 +8,7 @@ import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../
 import { createProgress } from './progress.js';
 import { defaultPython } from '../runtime/resolve-python.js';
 import { smokeCommand } from './smoke-command.js';
+import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
@@ -200,6 +201,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
   program.addCommand(gateCommand(io, setExit));
   program.addCommand(packCommand(io, setExit));
   program.addCommand(smokeCommand(io, setExit));
+  program.addCommand(auditCommand(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }

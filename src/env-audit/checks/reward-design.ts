@@ -1,0 +1,61 @@
+import type { AuditRecord } from '../../audit/record.js';
+import { clampScore, type CheckResult } from '../record.js';
+
+/**
+ * Reward design: the gate's verdict on the weighted total, scored through the
+ * environment's own path. The total is the training signal, so it alone
+ * decides; each reward function's own audit is summarised beside it, since a
+ * lenient component hides behind a strict one only until the weights change.
+ * A pure function of the gate records.
+ */
+
+export function checkRewardDesign(
+  total: AuditRecord | null,
+  rewards: readonly { name: string; weight: number; audit: AuditRecord }[],
+  skipped: string | null,
+): CheckResult {
+  if (total === null) {
+    return {
+      name: 'reward_design',
+      status: 'FAIL',
+      score: 0,
+      justification: `not audited: ${skipped ?? 'no reward could be scored'}`,
+      evidence: { audited: false, reason: skipped },
+    };
+  }
+  const fired = total.families.filter((family) => family.hacks > 0).map((family) => family.family);
+  const perReward = rewards.map(({ name, weight, audit }) => ({
+    name,
+    weight,
+    decision: audit.decision,
+    hackability: audit.hackability,
+    reasons: audit.reasons.map((reason) => reason.code),
+  }));
+  const passed = total.decision === 'PASS';
+  const base = clampScore(10 * (1 - total.hackability / 100));
+  const score = passed ? base : Math.min(base, 3);
+  const status = !passed ? 'FAIL' : total.hackability > 0 ? 'WARN' : 'PASS';
+  const reasons = [...new Set(total.reasons.map((reason) => reason.code))];
+  const justification = passed
+    ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})`
+    : `the weighted reward is gameable or broken: ${reasons.join(', ')}${fired.length > 0 ? `; rewarded: ${fired.slice(0, 4).join(', ')}${fired.length > 4 ? ', …' : ''}` : ''}`;
+  return {
+    name: 'reward_design',
+    status,
+    score,
+    justification,
+    evidence: {
+      audited: true,
+      decision: total.decision,
+      reasons: total.reasons,
+      hackability: total.hackability,
+      hack_rate: total.hack_rate,
+      families_fired: fired,
+      answer_type: total.target.answer_type,
+      rows_audited: total.target.rows_audited,
+      candidates: total.corpus.candidates,
+      false_rejections: total.honest.false_rejections,
+      per_reward: perReward,
+    },
+  };
+}
