@@ -33,14 +33,12 @@ if sys.version_info < (3, 10):
         pass
     sys.exit(3)
 
-import decimal
 import errno
 import importlib
 import importlib.util
 import inspect
 import json
 import math
-import numbers
 import posix
 import re
 import resource
@@ -51,6 +49,13 @@ import time
 import traceback
 
 import _signal as _signal_module
+
+# The calling convention shared with every emitted package (one file, copied
+# byte for byte into them). Imported now, while this directory is on sys.path;
+# dropped from sys.modules so a verifier's own module of that name is its own.
+import gatekept_reward as _reward
+
+del sys.modules["gatekept_reward"]
 
 try:
     import _posixsubprocess
@@ -102,8 +107,8 @@ OUTPUT_FORWARD_BYTES = 64 * 1024
 # first exception with a bare except still gets pushed out.
 TIMER_REPEAT_SECONDS = 0.05
 
-POOL_NAMES = ("completion", "answer", "prompt", "info", "state", "task", "parser")
-GROUP_NAMES = frozenset(["completions", "answers", "states", "prompts", "tasks", "infos"])
+POOL_NAMES = _reward.POOL_NAMES
+GROUP_NAMES = _reward.GROUP_NAMES
 
 _NETWORK_EVENTS = (
     "socket.connect",
@@ -769,30 +774,7 @@ def _housekeeping():
 # ------------------------------------------------------------------ loading
 
 
-class _Parser(object):
-    """The least a verifiers-style reward expects from `parser`."""
-
-    def parse(self, text):
-        return text
-
-    def parse_answer(self, completion):
-        if isinstance(completion, str):
-            return completion
-        if isinstance(completion, (list, tuple)):
-            for message in reversed(completion):
-                try:
-                    if message.get("role") == "assistant":
-                        return message.get("content")
-                except AttributeError:
-                    continue
-            return None
-        return completion
-
-    def __repr__(self):
-        return "Parser()"
-
-
-_PARSER = _Parser()
+_PARSER = _reward.PARSER
 
 
 def _resolve_attribute(module, dotted):
@@ -826,34 +808,7 @@ def _module_name_for_file(path):
 
 def _build_plan(fn, label):
     """Decide once how each call fills the signature from the keyword pool."""
-    signature = inspect.signature(fn)
-    params = []
-    positional = []
-    keywords = []
-    var_kwargs = False
-    missing = []
-    pending_defaults = []
-    for param in signature.parameters.values():
-        if param.kind == param.VAR_KEYWORD:
-            var_kwargs = True
-            continue
-        if param.kind == param.VAR_POSITIONAL:
-            continue
-        params.append(param.name)
-        available = param.name in POOL_NAMES
-        if param.kind == param.POSITIONAL_ONLY:
-            if available:
-                positional.extend(pending_defaults)
-                pending_defaults = []
-                positional.append((True, param.name))
-            elif param.default is not param.empty:
-                pending_defaults.append((False, param.default))
-            else:
-                missing.append(param.name)
-        elif available:
-            keywords.append(param.name)
-        elif param.default is param.empty:
-            missing.append(param.name)
+    plan, missing = _reward.build_plan(fn)
     if missing:
         quoted = ", ".join("'%s'" % name for name in missing)
         message = "%s requires %s, which gatekept cannot supply; it passes %s" % (
@@ -864,16 +819,6 @@ def _build_plan(fn, label):
         if GROUP_NAMES.intersection(missing):
             message += " (this looks like a group-level reward; gatekept scores one completion per call)"
         return None, message
-    if var_kwargs:
-        bound = set(name for is_pool, name in positional if is_pool)
-        bound.update(keywords)
-        keywords.extend(name for name in POOL_NAMES if name not in bound)
-    plan = {
-        "params": params,
-        "var_kwargs": var_kwargs,
-        "positional": positional,
-        "keywords": keywords,
-    }
     return plan, None
 
 
@@ -1075,35 +1020,8 @@ def _is_awaitable(value):
     return hasattr(type(value), "__await__") or inspect.isawaitable(value)
 
 
-_FAST_NUMBERS = (float, int)
 _PLAIN_RESULTS = (float, int, bool, type(None), str)
-
-
-def _normalise(value):
-    """Returns (reward, reward_type, nonfinite)."""
-    kind = type(value)
-    name = kind.__name__
-    if kind is bool or (name in ("bool_", "bool") and hasattr(kind, "__float__")):
-        return (1.0 if value else 0.0), name, None
-    if kind in _FAST_NUMBERS or isinstance(value, (numbers.Real, decimal.Decimal)) or (
-        hasattr(kind, "__float__") and not isinstance(value, (str, bytes, complex))
-    ):
-        try:
-            number = float(value)
-        except OverflowError:
-            try:
-                negative = value < 0
-            except BaseException:
-                negative = False
-            return None, name, "-inf" if negative else "inf"
-        except Exception:
-            return None, name, None
-        if number != number:
-            return None, name, "nan"
-        if number in (math.inf, -math.inf):
-            return None, name, "inf" if number > 0 else "-inf"
-        return number, name, None
-    return None, name, None
+_normalise = _reward.normalise
 
 
 def _keyword_pool(request):
@@ -1113,25 +1031,9 @@ def _keyword_pool(request):
     answer = request.get("answer")
     if not isinstance(answer, str):
         answer = "" if answer is None else _safe_str(answer)
-    prompt = request.get("prompt")
-    info = request.get("info")
-    if not isinstance(info, dict):
-        info = {}
-    if S.messages:
-        completion = [{"role": "assistant", "content": text}]
-        prompt_value = [] if prompt is None else [{"role": "user", "content": prompt}]
-    else:
-        completion = text
-        prompt_value = "" if prompt is None else prompt
-    return {
-        "completion": completion,
-        "answer": answer,
-        "prompt": prompt_value,
-        "info": info,
-        "state": {"answer": answer},
-        "task": "default",
-        "parser": _PARSER,
-    }
+    return _reward.keyword_pool(
+        "messages" if S.messages else "string", text, answer, request.get("prompt"), request.get("info")
+    )
 
 
 def _evaluate(request):
