@@ -62,7 +62,7 @@ def _module_for(spec):
                 with open(pyproject, "rb") as handle:
                     name = ((tomllib.load(handle).get("project") or {}).get("name")) or None
             except Exception as exc:
-                raise LoadFailure("exports", "cannot read %s: %s" % (pyproject, _describe(exc)))
+                raise LoadFailure("exports", "cannot read %s: %s" % (pyproject, _describe(exc))) from exc
         if name is None:
             name = os.path.basename(directory.rstrip(os.sep))
         return name.replace("-", "_").lower(), directory
@@ -82,10 +82,10 @@ def _import(module_name, directory):
         missing = exc.name or ""
         if missing == module_name:
             where = "in %s" % directory if directory else "installed for this Python"
-            raise LoadFailure("import", "no module %s %s" % (module_name, where), missing)
-        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc)), missing or None)
+            raise LoadFailure("import", "no module %s %s" % (module_name, where), missing) from exc
+        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc)), missing or None) from exc
     except BaseException as exc:
-        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc)))
+        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc))) from exc
 
 
 def _text_of(value):
@@ -139,7 +139,7 @@ class V1Env(object):
         try:
             taskset_class(module_name)
         except (AttributeError, TypeError, ValueError) as exc:
-            raise LoadFailure("exports", _describe(exc))
+            raise LoadFailure("exports", _describe(exc)) from exc
         try:
             config = vf.taskset_config_type(module_name)(id=module_name)
             taskset = vf.load_taskset(config)
@@ -149,7 +149,7 @@ class V1Env(object):
         except LoadFailure:
             raise
         except BaseException as exc:
-            raise LoadFailure("load", "loading the taskset failed: %s" % _describe(exc))
+            raise LoadFailure("load", "loading the taskset failed: %s" % _describe(exc)) from exc
         if not self.tasks:
             raise LoadFailure("dataset", "the taskset yields no tasks")
         first = self.tasks[0]
@@ -227,7 +227,7 @@ class V0Env(object):
         try:
             self.env = load()
         except BaseException as exc:
-            raise LoadFailure("load", "load_environment() failed: %s" % _describe(exc))
+            raise LoadFailure("load", "load_environment() failed: %s" % _describe(exc)) from exc
         dataset = None
         for getter in ("get_eval_dataset", "get_dataset"):
             try:
@@ -247,7 +247,7 @@ class V0Env(object):
         self.funcs = []
         self.rewards = []
         for owner in self._flatten(rubric):
-            for func, weight in zip(owner._get_reward_funcs(), owner._get_reward_weights()):
+            for func, weight in zip(owner._get_reward_funcs(), owner._get_reward_weights(), strict=False):
                 name = getattr(func, "__name__", repr(func))
                 entry = {"name": name, "weight": weight, "callable": callable(func), "group": bool(owner._is_group_func(func))}
                 # Weight-0 functions are metrics: they never reach the training signal.
@@ -316,7 +316,7 @@ def open_env(spec):
         try:
             import verifiers  # noqa: F401
         except ImportError as exc:
-            raise LoadFailure("import", "verifiers is not installed: %s" % _describe(exc), "verifiers")
+            raise LoadFailure("import", "verifiers is not installed: %s" % _describe(exc), "verifiers") from exc
         return V0Env(module_name, module), module
     try:
         import verifiers.v1  # noqa: F401
@@ -324,7 +324,7 @@ def open_env(spec):
         raise LoadFailure(
             "exports",
             "%s defines no load_environment() and verifiers 0.4 (verifiers.v1) is not installed" % module_name,
-        )
+        ) from None
     return V1Env(module_name, module), module
 
 
