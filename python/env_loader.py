@@ -328,13 +328,56 @@ def open_env(spec):
     return V1Env(module_name, module), module
 
 
+def kind_hint(spec):
+    """The library an environment that failed to load was written for, read from its source without running it."""
+    import importlib.util
+
+    try:
+        module_name, directory = _module_for(spec)
+        if directory is not None and directory not in sys.path:
+            sys.path.insert(0, directory)
+        found = importlib.util.find_spec(module_name)
+    except Exception:
+        return None
+    if found is None or not found.origin or not os.path.isfile(found.origin):
+        return None
+    paths = [found.origin]
+    for location in found.submodule_search_locations or []:
+        paths.extend(os.path.join(location, name) for name in sorted(os.listdir(location)) if name.endswith(".py"))
+    text = ""
+    for path in paths[:50]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text += handle.read(200000)
+        except OSError:
+            continue
+    if "def load_environment" in text:
+        return "verifiers-v0"
+    if "Taskset" in text:
+        return "verifiers-v1"
+    return None
+
+
 def inspect_env(spec):
     try:
         env, module = open_env(spec)
     except LoadFailure as failure:
-        return {"ok": False, "stage": failure.stage, "error": failure.message, "missing_module": failure.missing_module}
+        return {
+            "ok": False,
+            "stage": failure.stage,
+            "error": failure.message,
+            "missing_module": failure.missing_module,
+            "kind": kind_hint(spec),
+        }
     except BaseException as exc:
-        return {"ok": False, "stage": "load", "error": _describe(exc), "missing_module": None, "traceback": traceback.format_exc()[-2000:]}
+        return {
+            "ok": False,
+            "stage": "load",
+            "error": _describe(exc),
+            "missing_module": None,
+            "kind": kind_hint(spec),
+            "traceback": traceback.format_exc()[-2000:],
+        }
     rows = env.rows()
     for reward in env.rewards:
         weight = reward.get("weight")
@@ -354,10 +397,23 @@ def inspect_env(spec):
     }
 
 
+def _limit_memory(megabytes):
+    if megabytes <= 0:
+        return
+    try:
+        import resource
+
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def main(argv):
-    if len(argv) != 3 or argv[0] != "inspect":
-        sys.stderr.write("usage: env_loader.py inspect SPEC OUT.json\n")
+    if len(argv) not in (3, 4) or argv[0] != "inspect":
+        sys.stderr.write("usage: env_loader.py inspect SPEC OUT.json [MEMORY_MB]\n")
         return 2
+    _limit_memory(int(argv[3]) if len(argv) == 4 else 0)
     result = inspect_env(argv[1])
     with open(argv[2], "w", encoding="utf-8") as handle:
         json.dump(result, handle, default=str)

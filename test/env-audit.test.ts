@@ -9,9 +9,11 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
+import { withoutTiming } from '../src/audit/record.js';
 import { checkContamination } from '../src/env-audit/checks/contamination.js';
 import { checkDatasetHealth, promptLeaksAnswer } from '../src/env-audit/checks/dataset-health.js';
 import { checkIntegrity } from '../src/env-audit/checks/integrity.js';
+import { checkRewardDesign, promptedFormat } from '../src/env-audit/checks/reward-design.js';
 import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
 import { auditEnv } from '../src/env-audit/env-audit.js';
 import { loadAgainstFile, loadResultsFile } from '../src/env-audit/input-files.js';
@@ -88,7 +90,20 @@ describe('verifiers 0.4 environments', () => {
     const boxed = record.total!.honest.calibration.find((cell) => cell.format === 'boxed' && !cell.think && cell.row === record.total!.target.golds[0]!.row);
     expect(boxed).toMatchObject({ honest: 1.1, wrong: 0.1, accepted: true });
     expect(record.score).toBe(10);
+    expect(check(record, 'reward_design').evidence).toMatchObject({ prompted_format: 'boxed', accepted_formats: ['boxed'] });
+    // Had the instructions asked for <answer> tags, compliant answers would earn nothing.
+    const mismatch = checkRewardDesign(record.total, record.rewards, null, 'xml');
+    expect(mismatch.status).toBe('WARN');
+    expect(mismatch.justification).toMatch(/ask for <answer> tags, which it does not reward/);
     expect(await leftovers()).toEqual([]);
+  });
+
+  it('a Taskset not exported through __all__ fails integrity (exit 2)', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-no-export'), python: V1(), rows: ROWS, workers: WORKERS });
+    expect(result.exitCode).toBe(2);
+    expect(result.record.env.kind).toBe('verifiers-v1');
+    expect(check(result.record, 'integrity')).toMatchObject({ status: 'FAIL', evidence: { stage: 'exports' } });
+    expect(check(result.record, 'integrity').justification).toMatch(/__all__/);
   });
 
   it('a reward that accepts answer dumps fails reward design (exit 1)', async () => {
@@ -120,6 +135,7 @@ describe('verifiers 0.4 environments', () => {
     expect(run.exitCode).toBe(2);
     const record = JSON.parse(run.stdout) as EnvAuditRecord;
     expect(record.decision).toBe('REJECT');
+    expect(record.env.kind).toBe('verifiers-v1');
     expect(check(record, 'integrity')).toMatchObject({ status: 'FAIL', score: 0, evidence: { loaded: false, missing_module: 'gatekept_no_such_module' } });
     expect(check(record, 'reward_design').status).toBe('N/A');
     expect(record.total).toBeNull();
@@ -170,11 +186,17 @@ describe('classic verifiers 0.3 environments', () => {
     expect(check(record, 'reward_distribution').evidence).toMatchObject({ layout: 'verifiers-v0', scored: 30 });
   });
 
-  it('a reward that accepts answer dumps fails reward design', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS });
+  it('a reward that accepts answer dumps fails reward design; the record is deterministic apart from timing', async () => {
+    const options = { env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS };
+    const result = await auditEnv(options);
     expect(result.exitCode).toBe(1);
     expect(check(result.record, 'reward_design').status).toBe('FAIL');
+    expect(check(result.record, 'reward_design').evidence.families_fired).toContain('answer-dump');
     expect(check(result.record, 'integrity').status).toBe('PASS');
+    const again = await auditEnv({ ...options, workers: 1 });
+    const untimed = (record: EnvAuditRecord) =>
+      JSON.stringify({ ...record, total: record.total && withoutTiming(record.total), rewards: record.rewards.map((reward) => ({ ...reward, audit: withoutTiming(reward.audit) })) });
+    expect(untimed(again.record)).toBe(untimed(result.record));
   });
 
   it('duplicated rows and an empty answer fail dataset health', async () => {
@@ -246,6 +268,10 @@ describe('the checks as pure functions', () => {
     expect(mixed.evidence).toMatchObject({ near_duplicates_total: 1, unparseable_total: 1, answer_type: 'numeric' });
     expect(promptLeaksAnswer('Compute 6 * 7. (The answer is 42.)', '42')).toBe(true);
     expect(promptLeaksAnswer('What is 81 / 9?', '9')).toBe(false);
+    expect(promptedFormat('Put the final answer in \\boxed{}.')).toBe('boxed');
+    expect(promptedFormat('Reply inside <answer></answer>.')).toBe('xml');
+    expect(promptedFormat('End with a line "Answer: X".')).toBe('line');
+    expect(promptedFormat('Think step by step.')).toBeNull();
   });
 
   it('contamination: N/A without files; exact and near pairs listed', async () => {

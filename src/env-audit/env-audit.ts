@@ -8,7 +8,7 @@ import type { AnswerFormat, AnswerType } from '../types.js';
 import { checkContamination } from './checks/contamination.js';
 import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
-import { checkRewardDesign } from './checks/reward-design.js';
+import { checkRewardDesign, promptedFormat } from './checks/reward-design.js';
 import { checkRewardDistribution } from './checks/reward-distribution.js';
 import { gateThroughEnv, type EnvGateRow } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
@@ -166,6 +166,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     python: options.python ?? 'python3',
     pythonpath,
     timeoutMs: policy.timeouts.importMs * LOAD_TIMEOUT_FACTOR,
+    memoryMb: policy.limits.memoryMb,
   });
   const integrity = checkIntegrity(inspected);
 
@@ -189,7 +190,8 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     const gated = await auditRewards(options, inspected, spec, policy, pythonpath);
     total = gated.total;
     rewards = gated.rewards;
-    const rewardDesign = checkRewardDesign(total, rewards, gated.skipped);
+    const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
+    const rewardDesign = checkRewardDesign(total, rewards, gated.skipped, promptedFormat(instructions));
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results)];
   }
 
@@ -202,7 +204,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     score,
     env: {
       id: inspected.ok ? inspected.module : path.basename(spec),
-      kind: inspected.ok ? inspected.kind : null,
+      kind: inspected.ok ? inspected.kind : (inspected.kind ?? null),
       path: dir,
       rows_total: inspected.ok ? inspected.rows.length : 0,
       rows_audited: total?.target.rows_audited ?? 0,

@@ -45,6 +45,8 @@ const inspectedSchema = z.discriminatedUnion('ok', [
     stage: z.string(),
     error: z.string(),
     missing_module: z.string().nullable(),
+    /** The library its source is written for, when that can be read without running it. */
+    kind: z.enum(['verifiers-v1', 'verifiers-v0']).nullable().optional(),
   }),
 ]);
 
@@ -58,6 +60,8 @@ export interface InspectOptions {
   python: string;
   pythonpath: readonly string[];
   timeoutMs: number;
+  /** Address-space limit of the loading process (0: none), as for the gate's workers. */
+  memoryMb: number;
 }
 
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
@@ -79,7 +83,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       TRANSFORMERS_OFFLINE: '1',
       OMP_NUM_THREADS: '1',
     };
-    const child = await spawnPython(options.python, [ENV_LOADER_PATH, 'inspect', options.spec, out], {
+    const child = await spawnPython(options.python, [ENV_LOADER_PATH, 'inspect', options.spec, out, String(options.memoryMb)], {
       cwd: home,
       env,
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -101,7 +105,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
     clearTimeout(timer);
     if (timedOut) {
-      return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null };
+      return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
     }
     let text: string;
     try {
