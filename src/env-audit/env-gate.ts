@@ -43,7 +43,7 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
     await copyFile(ENV_SHIM_PATH, path.join(dir, 'env_shim.py'));
     await copyFile(ENV_LOADER_PATH, path.join(dir, 'env_loader.py'));
     await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: options.reward }));
-    return await gate({
+    const result = await gate({
       reward: `${path.join(dir, 'env_shim.py')}:reward`,
       dataset: options.rows.map((row) => ({ answer: row.answer, prompt: row.prompt, info: { gatekept_row: row.row } })),
       answerType: options.answerType,
@@ -56,6 +56,9 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
       ...(options.workers !== undefined ? { workers: options.workers } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
+    // The shim's temporary path would make the record differ from run to run; name what was gated instead.
+    result.record.verifier.spec = `${options.spec} (${options.reward === null ? 'weighted total' : `reward ${options.reward}`})`;
+    return result;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
