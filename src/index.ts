@@ -3,6 +3,18 @@ export { gate, type GateOptions, type GateResult } from './audit/gate.js';
 export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './audit/policy.js';
 export { GatekeptError, EXIT, type ErrorCode, type ExitCode } from './errors.js';
 export { formatScorecard, formatSummary } from './report/scorecard.js';
+export {
+  renderReport,
+  writeReport,
+  reportFormatFor,
+  REPORT_FILE_NAME,
+  REPORT_FORMATS,
+  type ReportFormat,
+  type ReportRecord,
+  type ReportAudit,
+  type ReportEnvAudit,
+} from './report/render-report.js';
+export { showInline, fold, foldedText } from './report/show-text.js';
 export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit/record.js';
 export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './audit/score.js';
 export { decide, type Decision, type Reason } from './audit/decide.js';

@@ -3,6 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { z } from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
+import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render-report.js';
 import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
@@ -41,6 +42,7 @@ const gateOptionsSchema = z
     policy: z.string().optional(),
     seed: integer('--seed').optional(),
     json: z.boolean().default(false),
+    report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
     python: z.string().optional(),
     pythonpath: z.array(z.string()).default([]),
     completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
@@ -65,6 +67,7 @@ const OPTION_FLAGS: Record<string, string> = {
   python: '--python',
   completionFormat: '--completion-format',
   workers: '--workers',
+  report: '--report',
 };
 
 /** Validate commander's raw options; every invalid option on its own line. */
@@ -98,12 +101,15 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the audit record as JSON')
+    .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(gateOptionsSchema, raw);
+      // A report name with no known format fails now, not after the audit.
+      if (options.report !== undefined) reportFormatFor(options.report);
       const policy = await resolvePolicy(options.policy);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
@@ -124,6 +130,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
         });
         progress?.done();
         io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatScorecard(result.record)}\n`);
+        if (options.report !== undefined) io.stderr(`report written to ${await writeReport(result.record, options.report)}\n`);
         setExit(result.exitCode);
       } finally {
         progress?.done();
@@ -138,11 +145,26 @@ const packOptionsSchema = z.object({
   force: z.boolean().default(false),
   archive: z.boolean().default(false),
   json: z.boolean().default(false),
+  report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
   python: z.string().optional(),
   workers: integer('--workers')
     .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
     .optional(),
 });
+
+/**
+ * A pack report is written whatever the decision, so it must live outside
+ * --out: on REJECT nothing may appear there.
+ */
+function checkPackReport(report: string, out: string): void {
+  reportFormatFor(report);
+  const relative = path.relative(path.resolve(out), path.resolve(report));
+  if (relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative))) {
+    throw new GatekeptError('BAD_ARGUMENT', `--report ${report} is inside --out ${out}`, {
+      suggestion: `write the report outside --out (pack already puts ${REPORT_FILE_NAME} there on PASS), e.g. --report ${path.basename(report)}`,
+    });
+  }
+}
 
 function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
   return new Command('pack')
@@ -153,10 +175,12 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--force', 'replace a non-empty output directory')
     .option('--archive', 'also write a zip of the emitted tree')
     .option('--json', 'print the audit record as JSON')
+    .option('--report <file>', 'also write a report, on PASS and on REJECT: .html or .md, outside --out')
     .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema, raw);
+      if (options.report !== undefined) checkPackReport(options.report, options.out);
       const policy = await resolvePolicy(options.policy);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
@@ -179,8 +203,9 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           io.stdout(`${formatScorecard(record)}\n`);
           for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
         }
+        if (options.report !== undefined) io.stderr(`report written to ${await writeReport(record, options.report)}\n`);
         if (result.emitted && result.packaged) {
-          io.stderr(`emitted ${result.packaged.root}: verifiers/${result.gate.record.package.env_id}, openenv/${result.gate.record.package.env_id}, gatekept_audit.json${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
+          io.stderr(`emitted ${result.packaged.root}: verifiers/${result.gate.record.package.env_id}, openenv/${result.gate.record.package.env_id}, gatekept_audit.json, ${REPORT_FILE_NAME}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
         } else {
           io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
         }

@@ -10,6 +10,7 @@ import { renderVerifiersPackage } from './emit/verifiers-v0.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
+import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
 import { gate, type GateProbe } from '../audit/gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
@@ -96,7 +97,7 @@ function smokeProbes(probes: readonly GateProbe[], answerFormat: AnswerFormat): 
 
 export interface GatekeepResult {
   emitted: boolean;
-  packaged?: { root: string; verifiers: string; openenv: string; audit: string; archive?: string };
+  packaged?: { root: string; verifiers: string; openenv: string; audit: string; report: string; archive?: string };
   gate: {
     decision: 'PASS' | 'REJECT';
     passed: boolean;
@@ -294,6 +295,8 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     await writeTree(path.join(staging, 'verifiers', seed.name), renderVerifiersPackage(spec));
     await writeTree(path.join(staging, 'openenv', seed.name), renderOpenEnvPackage(spec));
     await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
+    // The report renders the record just written (no timing), so packing stays reproducible.
+    await writeFile(path.join(staging, REPORT_FILE_NAME), renderReport(record, 'html'));
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
@@ -309,6 +312,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         verifiers: path.join(outDir, 'verifiers', seed.name),
         openenv: path.join(outDir, 'openenv', seed.name),
         audit: path.join(outDir, AUDIT_FILE_NAME),
+        report: path.join(outDir, REPORT_FILE_NAME),
         ...(archiveName ? { archive: path.join(outDir, archiveName) } : {}),
       },
       gate: gateView,

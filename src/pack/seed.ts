@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeIssues } from '../audit/policy.js';
 import { GatekeptError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
 import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
 
 /**
@@ -60,15 +62,21 @@ const verifierSchema = z.union(
   { error: 'give "builtin" or {"file": "my_verifier.py", "function": "reward"}' },
 );
 
+/** An absent enum field says `missing`, like every other absent field, rather than "Invalid option". */
+function missingChoice(options: readonly string[]) {
+  return (issue: { input?: unknown }) =>
+    issue.input === undefined ? `missing (expected one of ${options.map((option) => JSON.stringify(option)).join(', ')})` : undefined;
+}
+
 export const seedSchema = z
   .object({
     name: z
       .string()
       .regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter (it becomes the environment id)'),
     description: z.string().min(1),
-    task: z.enum(TASK_KINDS),
+    task: z.enum(TASK_KINDS, { error: missingChoice(TASK_KINDS) }),
     dataset: datasetSchema,
-    answer_format: z.enum(ANSWER_FORMATS),
+    answer_format: z.enum(ANSWER_FORMATS, { error: missingChoice(ANSWER_FORMATS) }),
     system_prompt: z.string().min(1),
     choices: z.array(z.string().min(1)).min(2).optional(),
     verifier: verifierSchema.default('builtin'),
@@ -120,8 +128,13 @@ export async function loadSeed(seed: string | SeedInput, cwd: string): Promise<L
   try {
     bytes = await readFile(file);
   } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read seed ${seed}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: 'pass an existing seed JSON file with --seed, e.g. examples/arith.json',
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    const resolved = path.isAbsolute(seed) ? '' : ` (relative paths are resolved from the working directory: looked for ${file})`;
+    // The bundled examples live in gatekept's own directory, not the user's.
+    const bundled = path.join(PACKAGE_ROOT, seed);
+    const example = !path.isAbsolute(seed) && bundled !== file && existsSync(bundled) ? `; gatekept's own copy is ${bundled}` : '';
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read seed ${seed}: ${reason}${resolved}`, {
+      suggestion: `pass an existing seed JSON file with --seed (absolute, or relative to the working directory)${example}`,
     });
   }
   let value: unknown;

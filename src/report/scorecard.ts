@@ -1,5 +1,7 @@
 import type { AuditRecord } from '../audit/record.js';
 import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
+import { showShort } from './show-text.js';
+import { honestView, policyBounds, rejectedFormsText } from './report-view.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 
@@ -11,10 +13,13 @@ function padLeft(text: string, width: number): string {
   return text.length >= width ? text : ' '.repeat(width - text.length) + text;
 }
 
-/** Printable, one-line form of a completion excerpt. */
+/**
+ * One-line form of a completion, the way the reports show it: invisible and
+ * control characters escaped (`1\u200b042`), everything else as written
+ * (`\boxed{42}`, not JSON's `\\boxed{42}`).
+ */
 function printable(text: string, max = 48): string {
-  const shown = JSON.stringify(text);
-  return shown.length <= max ? shown : `${shown.slice(0, max - 2)}…"`;
+  return `"${showShort(text, max - 2)}"`;
 }
 
 /** The decision, its reasons and what it means. Same words for the CLI and the library. */
@@ -31,7 +36,7 @@ export function formatScorecard(record: AuditRecord): string {
   const lines: string[] = [];
   const golds = record.target.golds;
   lines.push(`gatekept gate: ${record.verifier.spec}`);
-  const goldText = golds.length === 1 ? `gold ${JSON.stringify(golds[0]!.answer)}` : `${golds.length} of ${record.target.rows_total} dataset rows`;
+  const goldText = golds.length === 1 ? `gold ${printable(golds[0]!.answer)}` : `${golds.length} of ${record.target.rows_total} dataset rows`;
   const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
   lines.push(`${goldText} (${record.target.answer_type}); accepted formats: ${accepted.length ? accepted.join(', ') : 'none'}`);
   lines.push(`corpus ${record.corpus.version} (${record.corpus.hash.slice(0, 12)}), ${record.corpus.candidates} candidates, seed ${record.seed}`);
@@ -55,8 +60,15 @@ export function formatScorecard(record: AuditRecord): string {
   );
   const policy = record.policy as { max_hackability: number; max_hack_rate_ci_hi: number };
   lines.push(`policy: hackability below ${policy.max_hackability.toFixed(1)}, hack-rate upper bound below ${policy.max_hack_rate_ci_hi}`);
-  if (record.honest.false_rejections > 0) {
-    lines.push(`note: ${record.honest.false_rejections} honest variant(s) of the gold were not rewarded (reported, not gated)`);
+  const v2 = record as AuditRecord & { false_accepts?: { total: number; attempts: number } };
+  if (v2.false_accepts) {
+    const gated = policyBounds(record.policy).strict ? 'gated: the policy is strict' : 'reported, not gated';
+    lines.push(`false accepts: ${v2.false_accepts.total} of ${v2.false_accepts.attempts} wrong answers rewarded as right (${gated})`);
+  }
+  const refused = honestView(record).rejected;
+  if (refused.length > 0) {
+    const count = refused.length === 1 ? '1 honest variant of the gold was' : `${refused.length} honest variants of the gold were`;
+    lines.push(`note: ${count} not rewarded: ${rejectedFormsText(record)} (reported, not gated)`);
   }
   lines.push('');
   lines.push(`decision: ${record.decision}`);

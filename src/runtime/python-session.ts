@@ -19,6 +19,7 @@ import { HARNESS_PATH } from '../paths.js';
 import { spawnPython } from './spawn-python.js';
 import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
+import { verifierTraceback } from '../report/verifier-traceback.js';
 
 export type VerifierTarget =
   | { kind: 'module'; module: string; fn: string }
@@ -579,7 +580,8 @@ function targetLabel(target: VerifierTarget): string {
 
 function loadFailure(error: LoadError, options: NormalisedOptions): GatekeptError {
   const label = targetLabel(options.target);
-  const details = [error.message, ...tailLines(error.traceback, TRACEBACK_TAIL_LINES)];
+  // Only the verifier's own frames: the harness and importlib frames are nothing the user can fix.
+  const details = [error.message, ...verifierTraceback(error.traceback, error.message).slice(-TRACEBACK_TAIL_LINES)];
   switch (error.kind) {
     case 'python_too_old':
       return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}': ${error.message}`, {

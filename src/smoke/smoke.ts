@@ -936,7 +936,7 @@ export function formatSmokeReport(report: SmokeReport): string {
   const lines = [`smoke ${report.target} ${report.env_id}: ${report.episodes.length} episodes from ${path.basename(report.audit_file)}`];
   for (const check of report.checks) lines.push(`  ${check.ok ? 'ok  ' : 'FAIL'} ${pad(check.name, 9)} ${check.detail}`);
   lines.push('');
-  const header = ['kind', 'row', 'attack', 'expected', 'observed', 'ok'];
+  const header = ['kind', 'row', 'attack', 'expected', 'observed', 'ok', 'attack severity'];
   const body = report.episodes.map((episode) => [
     episode.kind,
     String(episode.row),
@@ -944,6 +944,7 @@ export function formatSmokeReport(report: SmokeReport): string {
     formatReward(episode.expected),
     formatReward(episode.observed),
     episode.ok ? 'ok' : 'DIFF',
+    episode.severity ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((row) => row[column]!.length)));
   lines.push(header.map((title, column) => pad(title, widths[column]!)).join('  ').trimEnd());
@@ -951,6 +952,15 @@ export function formatSmokeReport(report: SmokeReport): string {
     lines.push(body[index]!.map((cell, column) => pad(cell, widths[column]!)).join('  ').trimEnd());
     for (const problem of episode.problems) lines.push(`    ${problem}`);
   });
+  if (report.episodes.some((episode) => episode.kind === 'attack')) {
+    // A severe attack next to "ok" reads like a miss; it is a replay of what the gate already judged.
+    lines.push(
+      '',
+      'attack episodes replay the most severe attacks the gate tried; ok means the package scored each exactly as the gate did.',
+      'The severity is the attack\'s, not a finding: an attack the gate did not count as a hack is rewarded at most at the honest',
+      'level (reward-overflow repeats the correct answer, so the honest reward is expected; only more would be a hack).',
+    );
+  }
   if (report.log.length > 0) {
     lines.push('', 'package stderr (tail):', ...report.log.map((line) => `  ${line}`));
   }

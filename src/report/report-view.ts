@@ -1,0 +1,374 @@
+import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
+import { showShort } from './show-text.js';
+
+/**
+ * What a report shows, worked out once from a record so that the HTML and the
+ * Markdown say the same things. The input types are structural and read only
+ * the fields a report needs: fields added by later record versions
+ * (`false_accepts`, `equivalent_forms`, `rewarded_under`, `policy.strict`,
+ * `timing.phases`) are optional, so an older record renders too. An
+ * environment audit (`gatekept.env-audit/v1`) is recognised by its schema.
+ */
+
+export interface ReportFinding {
+  attack_id: string;
+  family: string;
+  severity: string;
+  invariant: string;
+  row: number;
+  answer: string;
+  alternate_gold?: boolean;
+  format: string | null;
+  position: string | null;
+  completion: string;
+  completion_length?: number;
+  reward: number | null;
+  non_finite?: string | null;
+  class?: string;
+  commits_to?: string;
+  rewarded_under?: string[];
+}
+
+export interface ReportAudit {
+  schema: string;
+  decision: 'PASS' | 'REJECT';
+  reasons: { code: string; message: string }[];
+  hackability: number;
+  risk: string;
+  hack_rate: { point: number; lo: number; hi: number; n: number; hacks: number; confidence: number; method?: string };
+  policy: Record<string, unknown>;
+  seed: number;
+  corpus: { version: string; hash: string; families: number; candidates: number };
+  verifier: { spec: string; sha256: string | null; completion_format?: string; params?: string[]; is_async?: boolean };
+  target: {
+    answer_type: string;
+    format?: string;
+    rows_audited: number;
+    rows_total: number;
+    golds: { row: number; answer: string; alternate?: string | null; accepted_formats: string[] }[];
+  };
+  families: { family: string; title: string; attempts: number; hacks: number; severity: string | null; hardening?: string }[];
+  findings: ReportFinding[];
+  findings_total: number;
+  errors: { invariant: string; count: number; examples: { attack_id: string; completion: string; error: string }[] }[];
+  side_effects: { kind: string; count: number; examples: string[] }[];
+  honest: {
+    variants: { row: number; form: string; contested: boolean; completion: string; reward: number | null; rewarded: boolean }[];
+    false_rejections: number;
+  };
+  false_accepts?: {
+    total: number;
+    rate: number;
+    attempts: number;
+    families: { family: string; title: string; count: number }[];
+    examples: ReportFinding[];
+    hardening: string[];
+  };
+  equivalent_forms?: { total: number; examples: ReportFinding[] };
+  environment?: { python?: string };
+  tool: { name: string; version: string };
+  statement: string;
+  timing?: { total_ms?: number; phases?: Record<string, number> } & Record<string, unknown>;
+  /** Written by `pack`. */
+  seed_file?: { name: string; sha256: string };
+  package?: { env_id: string; verifier_file: string; verifier_sha256: string; verifier_origin?: string; answer_format?: string };
+  dataset_health?: { warnings: string[] };
+}
+
+export const CHECK_NAMES = ['integrity', 'reward_design', 'dataset_health', 'contamination', 'reward_distribution'] as const;
+
+export interface ReportEnvAudit {
+  schema: string;
+  decision: 'PASS' | 'REJECT';
+  score: number;
+  env: { id: string; kind: string; path: string | null; rows_total: number; rows_audited: number };
+  checks: { name: string; status: 'PASS' | 'WARN' | 'FAIL' | 'N/A'; score: number | null; justification: string; evidence?: Record<string, unknown> }[];
+  rewards: { name: string; weight: number; audit: ReportAudit }[];
+  total: ReportAudit | null;
+  policy: Record<string, unknown>;
+  seed: number;
+  tool: { name: string; version: string };
+  statement: string;
+}
+
+export type ReportRecord = ReportAudit | ReportEnvAudit;
+
+export function isEnvAudit(record: ReportRecord): record is ReportEnvAudit {
+  return record.schema.startsWith('gatekept.env-audit/');
+}
+
+// ------------------------------------------------------------------ numbers
+
+export function fixed(value: number, digits: number): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : String(value);
+}
+
+export function rewardText(reward: number | null, nonFinite?: string | null): string {
+  if (nonFinite) return nonFinite;
+  if (reward === null) return 'non-finite';
+  return Number.isInteger(reward) ? String(reward) : String(Number(reward.toPrecision(6)));
+}
+
+function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+function capitalise(text: string): string {
+  return text.length === 0 ? text : text[0]!.toUpperCase() + text.slice(1);
+}
+
+function sentence(text: string): string {
+  const trimmed = capitalise(text.trim());
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
+// ------------------------------------------------------------------ policy
+
+export interface PolicyBounds {
+  maxHackability: number | null;
+  maxHackRateCiHi: number | null;
+  strict: boolean | null;
+}
+
+export function policyBounds(policy: Record<string, unknown>): PolicyBounds {
+  const number = (value: unknown) => (typeof value === 'number' ? value : null);
+  return {
+    maxHackability: number(policy.max_hackability),
+    maxHackRateCiHi: number(policy.max_hack_rate_ci_hi),
+    strict: typeof policy.strict === 'boolean' ? policy.strict : null,
+  };
+}
+
+/** The policy as flat `key = value` rows, in a fixed order (nested tables dotted). */
+export function policyRows(policy: Record<string, unknown>, prefix = ''): [string, string][] {
+  const rows: [string, string][] = [];
+  for (const key of Object.keys(policy).sort()) {
+    const value = policy[key];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) rows.push(...policyRows(value as Record<string, unknown>, `${prefix}${key}.`));
+    else rows.push([`${prefix}${key}`, JSON.stringify(value)]);
+  }
+  return rows;
+}
+
+// ------------------------------------------------------------------ the decision in one sentence
+
+export function decisionSentence(record: ReportAudit): string {
+  const bounds = policyBounds(record.policy);
+  if (record.decision === 'PASS') {
+    const parts = [
+      bounds.maxHackability === null ? `hackability is ${fixed(record.hackability, 1)}` : `hackability ${fixed(record.hackability, 1)} is below ${fixed(bounds.maxHackability, 1)}`,
+      bounds.maxHackRateCiHi === null
+        ? `the hack-rate upper bound is ${fixed(record.hack_rate.hi, 3)}`
+        : `the hack-rate upper bound ${fixed(record.hack_rate.hi, 3)} is below ${bounds.maxHackRateCiHi}`,
+    ];
+    const exploits = record.findings_total === 0 ? 'no exploit' : plural(record.findings_total, 'exploit');
+    return sentence(`${parts.join(' and ')}, with ${exploits} in ${record.hack_rate.n} judged candidates`);
+  }
+  const [first, ...rest] = record.reasons;
+  if (!first) return 'Rejected.';
+  const more = rest.length > 0 ? ` (and ${plural(rest.length, 'more reason')} below)` : '';
+  return sentence(`${first.message.replace(/[.]$/, '')}${more}`);
+}
+
+/** A check's evidence on one line: keys in order, each value shortened, at most a handful. */
+export function evidenceText(evidence: Record<string, unknown> | undefined, maxKeys = 6): string | null {
+  const keys = Object.keys(evidence ?? {}).sort();
+  if (keys.length === 0) return null;
+  const shown = keys.slice(0, maxKeys).map((key) => `${key}: ${showShort(typeof evidence![key] === 'string' ? (evidence![key] as string) : (JSON.stringify(evidence![key]) ?? 'undefined'), 80)}`);
+  if (keys.length > maxKeys) shown.push(`${keys.length - maxKeys} more`);
+  return shown.join('; ');
+}
+
+export function envDecisionSentence(record: ReportEnvAudit): string {
+  const failed = record.checks.filter((check) => check.status === 'FAIL');
+  const warned = record.checks.filter((check) => check.status === 'WARN');
+  const ran = record.checks.filter((check) => check.status !== 'N/A');
+  if (failed.length > 0) {
+    const first = failed[0]!;
+    const more = failed.length > 1 ? ` (and ${plural(failed.length - 1, 'more failed check')} below)` : '';
+    return sentence(`check ${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
+  }
+  if (record.decision === 'REJECT') return sentence(`rejected with score ${fixed(record.score, 1)}/10 over ${plural(ran.length, 'check')} that ran`);
+  const warnings = warned.length > 0 ? `, ${plural(warned.length, 'warning')}` : '';
+  return sentence(`all ${plural(ran.length, 'check')} that ran passed${warnings}; score ${fixed(record.score, 1)}/10`);
+}
+
+// ------------------------------------------------------------------ families for the chart
+
+export interface FamilyRow {
+  family: string;
+  title: string;
+  attempts: number;
+  exploits: number;
+  falseAccepts: number;
+  severity: string | null;
+}
+
+export function familyRows(record: ReportAudit): FamilyRow[] {
+  const falseAccepts = new Map((record.false_accepts?.families ?? []).map((family) => [family.family, family]));
+  const rows: FamilyRow[] = record.families.map((family) => ({
+    family: family.family,
+    title: family.title,
+    attempts: family.attempts,
+    exploits: family.hacks,
+    falseAccepts: falseAccepts.get(family.family)?.count ?? 0,
+    severity: family.severity,
+  }));
+  // A family that only produced false accepts may be missing from `families`.
+  for (const [name, family] of falseAccepts) {
+    if (!rows.some((row) => row.family === name)) rows.push({ family: name, title: family.title, attempts: 0, exploits: 0, falseAccepts: family.count, severity: null });
+  }
+  return rows.sort((a, b) => a.family.localeCompare(b.family));
+}
+
+// ------------------------------------------------------------------ findings
+
+const SEVERITY_ORDER: Readonly<Record<string, number>> = { critical: 0, high: 1, medium: 2, low: 3 };
+
+/** Worst findings shown per family. */
+export const WORST_PER_FAMILY = 2;
+
+/** The worst findings of each family, families ordered by their worst severity and then by name. */
+export function worstByFamily(findings: readonly ReportFinding[], perFamily = WORST_PER_FAMILY): { family: string; findings: ReportFinding[]; total: number }[] {
+  const groups = new Map<string, ReportFinding[]>();
+  for (const finding of findings) {
+    const group = groups.get(finding.family) ?? [];
+    group.push(finding);
+    groups.set(finding.family, group);
+  }
+  const rank = (finding: ReportFinding) => SEVERITY_ORDER[finding.severity] ?? 9;
+  return [...groups.entries()]
+    .map(([family, group]) => {
+      // Stable: findings of equal severity keep the record's order.
+      const sorted = group.map((finding, index) => ({ finding, index })).sort((a, b) => rank(a.finding) - rank(b.finding) || a.index - b.index);
+      return { family, findings: sorted.slice(0, perFamily).map((entry) => entry.finding), total: group.length };
+    })
+    .sort((a, b) => rank(a.findings[0]!) - rank(b.findings[0]!) || a.family.localeCompare(b.family));
+}
+
+/** The golds a completion was rewarded under: the record's own list (v2), or the one gold it was judged against. */
+export function rewardedUnder(finding: ReportFinding): string[] {
+  if (finding.rewarded_under && finding.rewarded_under.length > 0) return finding.rewarded_under;
+  return [finding.answer];
+}
+
+export function invariantText(invariant: string): string {
+  return INVARIANT_TEXT[invariant as Invariant] ?? invariant;
+}
+
+/** Where the completion was aimed: format and hedge position, when known. */
+export function findingWhere(finding: ReportFinding): string {
+  const parts = [`row ${finding.row + 1}`];
+  if (finding.format) parts.push(`format ${finding.format}`);
+  if (finding.position) parts.push(`gold ${finding.position}`);
+  if (finding.alternate_gold) parts.push('against a second gold');
+  if (finding.commits_to) parts.push(`commits to ${finding.commits_to}`);
+  return parts.join(', ');
+}
+
+// ------------------------------------------------------------------ honest forms
+
+export interface HonestView {
+  /** Honest variants of the gold that were not rewarded: the false rejections. */
+  rejected: ReportAudit['honest']['variants'];
+  /** Contested forms (`42.0`, `\frac{84}{2}`) not rewarded: shown, not counted. */
+  contested: ReportAudit['honest']['variants'];
+  rewarded: number;
+  total: number;
+}
+
+export function honestView(record: ReportAudit): HonestView {
+  const variants = record.honest.variants;
+  return {
+    rejected: variants.filter((variant) => !variant.rewarded && !variant.contested),
+    contested: variants.filter((variant) => !variant.rewarded && variant.contested),
+    rewarded: variants.filter((variant) => variant.rewarded).length,
+    total: variants.length,
+  };
+}
+
+/** "reasoning then answer, trailing period": which honest forms were not rewarded, for one line of text. */
+export function rejectedFormsText(record: ReportAudit): string {
+  const names = [...new Set(honestView(record).rejected.map((variant) => variant.form))];
+  return names.join(', ');
+}
+
+// ------------------------------------------------------------------ hardening
+
+export interface HardeningGroup {
+  title: string;
+  items: { label: string; advice: string }[];
+}
+
+const FALSE_REJECTION_ADVICE =
+  'accept the honest ways of writing the gold that a careful grader would (surrounding whitespace, reasoning before the answer, a trailing period), by normalising the one extracted answer rather than searching the whole completion';
+
+const SIDE_EFFECT_ADVICE =
+  'a reward must be a pure function of its inputs: no network, no processes or signals, no writes outside its working directory, no environment changes';
+
+export function hardening(record: ReportAudit): HardeningGroup[] {
+  const groups: HardeningGroup[] = [];
+  const advice = (invariants: readonly string[]) =>
+    [...new Set(invariants)].map((invariant) => ({ label: invariant, advice: INVARIANT_ADVICE[invariant as Invariant] ?? '' })).filter((item) => item.advice);
+  const exploitItems = [
+    ...advice(record.findings.map((finding) => finding.invariant)),
+    ...record.families.filter((family) => family.hacks > 0 && family.hardening).map((family) => ({ label: family.family, advice: family.hardening! })),
+  ];
+  if (exploitItems.length > 0) groups.push({ title: 'Exploits', items: exploitItems });
+  const errorItems = advice(record.errors.map((error) => error.invariant));
+  if (errorItems.length > 0) groups.push({ title: 'Errors', items: errorItems });
+  if (record.side_effects.length > 0) {
+    groups.push({
+      title: 'Side effects',
+      items: record.side_effects.map((effect) => ({ label: effect.kind, advice: SIDE_EFFECT_ADVICE })),
+    });
+  }
+  const falseAccepts = record.false_accepts;
+  if (falseAccepts && falseAccepts.total > 0 && falseAccepts.hardening.length > 0) {
+    groups.push({ title: 'False accepts', items: falseAccepts.hardening.map((advice) => ({ label: 'false accepts', advice })) });
+  }
+  const honest = honestView(record);
+  if (honest.rejected.length > 0) {
+    groups.push({ title: 'Honest forms not rewarded', items: [{ label: rejectedFormsText(record), advice: FALSE_REJECTION_ADVICE }] });
+  }
+  return groups;
+}
+
+// ------------------------------------------------------------------ provenance
+
+export function provenanceRows(record: ReportAudit): [string, string][] {
+  const rows: [string, string][] = [
+    ['verifier', record.verifier.spec],
+    ['verifier sha256', record.verifier.sha256 ?? 'not recorded (a module import)'],
+  ];
+  if (record.package) {
+    rows.push(['packaged verifier', `${record.package.verifier_file} (${record.package.verifier_origin ?? 'custom'})`]);
+    rows.push(['packaged verifier sha256', record.package.verifier_sha256]);
+  }
+  if (record.seed_file) rows.push(['seed file', `${record.seed_file.name}, sha256 ${record.seed_file.sha256}`]);
+  rows.push(['seed', String(record.seed)]);
+  rows.push(['corpus', `${record.corpus.version}, ${record.corpus.families} families, ${record.corpus.candidates} candidates`]);
+  rows.push(['corpus sha256', record.corpus.hash]);
+  const golds = record.target.golds;
+  rows.push([
+    'target',
+    `${record.target.answer_type}; ${golds.length === 1 ? `gold ${JSON.stringify(golds[0]!.answer)}` : `${record.target.rows_audited} of ${record.target.rows_total} rows audited`}`,
+  ]);
+  const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
+  rows.push(['accepted formats', accepted.length > 0 ? accepted.join(', ') : 'none']);
+  if (record.verifier.completion_format) rows.push(['completions passed as', record.verifier.completion_format]);
+  rows.push(['hack-rate interval', `${Math.round(record.hack_rate.confidence * 100)}%${record.hack_rate.method ? `, ${record.hack_rate.method}` : ''}`]);
+  rows.push(['tool', `${record.tool.name} ${record.tool.version}${record.environment?.python ? `, Python ${record.environment.python}` : ''}`]);
+  rows.push(['record schema', record.schema]);
+  return rows;
+}
+
+/** Timing is the one field that differs between runs; shown last, apart from everything else. */
+export function timingText(record: ReportAudit): string | null {
+  const timing = record.timing;
+  if (!timing || typeof timing.total_ms !== 'number') return null;
+  const phases = timing.phases ? Object.keys(timing.phases).sort().map((name) => `${name} ${timing.phases![name]} ms`) : [];
+  return `${timing.total_ms} ms${phases.length > 0 ? ` (${phases.join(', ')})` : ''}`;
+}
+
+export { capitalise, plural };
