@@ -3,7 +3,7 @@
  * versions (test/fixtures/envs), loaded and scored with the real verifiers
  * 0.4 and 0.3.1 in the test venvs, plus the pure checks on hand-made inputs.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -139,6 +139,20 @@ describe('verifiers 0.4 environments', () => {
     expect(check(record, 'integrity')).toMatchObject({ status: 'FAIL', score: 0, evidence: { loaded: false, missing_module: 'gatekept_no_such_module' } });
     expect(check(record, 'reward_design').status).toBe('N/A');
     expect(record.total).toBeNull();
+  });
+
+  it('--report writes the scorecard of checks as Markdown or HTML, and refuses an unknown extension before loading', async () => {
+    const markdown = path.join(scratch, 'env-report.md');
+    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', markdown]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/report written to .*env-report\.md/);
+    const text = await readFile(markdown, 'utf8');
+    expect(text).toMatch(/REJECT/);
+    expect(text).toMatch(/\| `integrity` \| \*\*FAIL\*\*/);
+    const bad = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', path.join(scratch, 'env-report.txt')]);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/cannot tell the report format/);
+    expect(bad.stdout).toBe('');
   });
 
   it('an installed module is found by name or hub id, as vf-eval resolves it', async () => {

@@ -4,6 +4,7 @@ import type { Io } from './io.js';
 import { GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
+import { reportFormatFor, writeReport } from '../report/render-report.js';
 import { defaultPython } from '../runtime/resolve-python.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
 
@@ -34,6 +35,7 @@ const auditOptionsSchema = z.object({
   policy: z.string().optional(),
   seed: integer('--seed').optional(),
   json: z.boolean().default(false),
+  report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
   workers: integer('--workers')
     .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
     .optional(),
@@ -51,6 +53,7 @@ const FLAGS: Record<string, string> = {
   policy: '--policy',
   seed: '--seed',
   workers: '--workers',
+  report: '--report',
 };
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -70,6 +73,7 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the environment audit record as JSON')
+    .option('--report <file>', 'also write a report, on PASS and on REJECT: .html (self-contained page) or .md (Markdown)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .action(async (raw: Record<string, unknown>) => {
       const parsed = auditOptionsSchema.safeParse(raw);
@@ -80,6 +84,8 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
         });
       }
       const options = parsed.data;
+      // A report name with no known format fails now, not after the audit.
+      if (options.report !== undefined) reportFormatFor(options.report);
       const policy = options.policy ? await loadPolicy(options.policy) : DEFAULT_POLICY;
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
@@ -103,6 +109,11 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
         });
         progress?.done();
         io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatEnvScorecard(result.record)}\n`);
+        if (options.report !== undefined) {
+          // The report names an environment of unknown kind (one that did not load) as such.
+          const reportRecord = { ...result.record, env: { ...result.record.env, kind: result.record.env.kind ?? 'unknown' } };
+          io.stderr(`report written to ${await writeReport(reportRecord, options.report)}\n`);
+        }
         setExit(result.exitCode);
       } finally {
         progress?.done();
