@@ -21,6 +21,7 @@ export { decide, type Decision, type Reason } from './audit/decide.js';
 export { loadCorpus, type Corpus, type Attack, type Family } from './audit/corpus.js';
 export type { AnswerFormat, AnswerType, CompletionFormat, Severity } from './types.js';
 export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, type PackAuditRecord } from './pack/pack.js';
+export { EMIT_TARGETS, DEFAULT_EMIT_TARGETS, type EmitTarget } from './pack/emit/targets.js';
 export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
 export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';
 export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit/env-audit.js';
