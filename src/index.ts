@@ -15,7 +15,7 @@ export {
   type ReportEnvAudit,
 } from './report/render-report.js';
 export { showInline, fold, foldedText } from './report/show-text.js';
-export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit/record.js';
+export { AUDIT_SCHEMA, auditRecordSchema, REASON_CODES, withoutTiming, type AuditRecord, type FindingRecord, type ReasonCode } from './audit/record.js';
 export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './audit/score.js';
 export { decide, type Decision, type Reason } from './audit/decide.js';
 export { loadCorpus, type Corpus, type Attack, type Family } from './audit/corpus.js';
@@ -24,4 +24,7 @@ export { gatekeep, AUDIT_FILE_NAME, type GatekeepOptions, type GatekeepResult, t
 export { EMIT_TARGETS, DEFAULT_EMIT_TARGETS, type EmitTarget } from './pack/emit/targets.js';
 export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
 export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';
+export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit/env-audit.js';
+export { formatEnvScorecard } from './env-audit/scorecard.js';
+export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult } from './env-audit/record.js';
 export { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from './runtime/sandbox.js';

@@ -19,7 +19,7 @@ const budgetSchema = z
 
 const timeoutsSchema = z
   .object({
-    call_ms: z.number().int().min(10).max(600_000).default(2000),
+    call_ms: z.number().int().min(10).max(600_000).default(10_000),
     import_ms: z.number().int().min(100).max(600_000).default(30_000),
     total_s: z.number().int().min(1).max(86_400).default(900),
   })
@@ -39,6 +39,24 @@ const limitsSchema = z
         message: `must be 0 (no limit) or at least ${MIN_MEMORY_MB}: below that Python cannot even load the verifier`,
       })
       .default(2048),
+  })
+  .strict();
+
+/** Weights of the `gatekept audit --env` checks in the final score (N/A checks carry none). */
+const checkWeight = z.number().min(0).max(100);
+const envAuditSchema = z
+  .object({
+    weights: z
+      .object({
+        integrity: checkWeight.default(2),
+        reward_design: checkWeight.default(4),
+        dataset_health: checkWeight.default(2),
+        contamination: checkWeight.default(1),
+        reward_distribution: checkWeight.default(1),
+      })
+      .strict()
+      .refine((weights) => Object.values(weights).some((value) => value > 0), { message: 'at least one weight must be above 0' })
+      .default({ integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 }),
   })
   .strict();
 
@@ -62,9 +80,11 @@ export const policyFileSchema = z
       .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
       .default(0.25),
     seed: z.number().int().min(0).max(2 ** 32 - 1).default(20251122),
+    strict: z.boolean().default(false),
     budget: budgetSchema.default(budgetSchema.parse({})),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     limits: limitsSchema.default(limitsSchema.parse({})),
+    env_audit: envAuditSchema.default(envAuditSchema.parse({})),
   })
   .strict()
   .superRefine((policy, context) => {
@@ -85,9 +105,12 @@ export interface GatePolicy {
   maxHackability: number;
   maxHackRateCiHi: number;
   seed: number;
+  /** Also reject on any false accept (a reward that does not commit to the gold alone). */
+  strict: boolean;
   budget: { rows: number; bootstrapResamples: number; confidence: number };
   timeouts: { callMs: number; importMs: number; totalS: number };
   limits: { memoryMb: number };
+  envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
 }
 
 function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
@@ -95,6 +118,7 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
     maxHackability: parsed.max_hackability,
     maxHackRateCiHi: parsed.max_hack_rate_ci_hi,
     seed: parsed.seed,
+    strict: parsed.strict,
     budget: {
       rows: parsed.budget.rows,
       bootstrapResamples: parsed.budget.bootstrap_resamples,
@@ -106,6 +130,7 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
       totalS: parsed.timeouts.total_s,
     },
     limits: { memoryMb: parsed.limits.memory_mb },
+    envAudit: { weights: { ...parsed.env_audit.weights } },
   };
 }
 
@@ -202,6 +227,7 @@ export function policyRecord(policy: GatePolicy): Record<string, unknown> {
     max_hackability: policy.maxHackability,
     max_hack_rate_ci_hi: policy.maxHackRateCiHi,
     seed: policy.seed,
+    strict: policy.strict,
     budget: {
       rows: policy.budget.rows,
       bootstrap_resamples: policy.budget.bootstrapResamples,

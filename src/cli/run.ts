@@ -10,6 +10,7 @@ import { createProgress } from './progress.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_MODES, type SandboxMode } from '../runtime/sandbox.js';
 import { smokeCommand } from './smoke-command.js';
+import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
@@ -55,11 +56,18 @@ const gateOptionsSchema = z
       .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
       .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
       .optional(),
-    format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
+    format: z
+      .array(
+        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
+          message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
+        }),
+      )
+      .default([]),
     dataset: z.string().optional(),
     policy: z.string().optional(),
     seed: seedOption.optional(),
     json: z.boolean().default(false),
+    strict: z.boolean().optional(),
     report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
     python: z.string().optional(),
     sandbox: z.enum(SANDBOX_MODES).default('auto'),
@@ -116,11 +124,17 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--answer <gold>', 'the ground truth to audit against')
     .addOption(new Option('--answer-type <type>', 'answer type').choices([...ANSWER_TYPES, 'auto']).default('auto'))
     .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
-    .addOption(new Option('--format <format>', 'the answer format to attack in (default: every format the verifier accepts)').choices([...ANSWER_FORMATS, 'auto']).default('auto'))
+    .option(
+      '--format <format>',
+      `attack only in this built-in format (${ANSWER_FORMATS.join(', ')}), or declare a layout with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>' (repeatable; default: every format the verifier accepts)`,
+      collect,
+      [],
+    )
     .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the audit record as JSON')
+    .option('--strict', 'also reject when any false accept is found (overrides the policy)')
     .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
@@ -141,9 +155,10 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
           answerType: options.answerType,
           ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format,
+          format: options.format.length > 0 ? options.format : 'auto',
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
+          ...(options.strict ? { strict: true } : {}),
           python: resolvePython(options.python),
           sandbox: options.sandbox,
           pythonpath: options.pythonpath,
@@ -262,6 +277,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
   program.addCommand(gateCommand(io, setExit));
   program.addCommand(packCommand(io, setExit));
   program.addCommand(smokeCommand(io, setExit));
+  program.addCommand(auditCommand(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }
