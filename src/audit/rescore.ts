@@ -83,7 +83,9 @@ export class RescoreSample {
     let example: string | null = null;
     requests.forEach((request, index) => {
       for (const result of [warm[index]!, fresh[index]!]) {
-        if (result.status === 'skipped') continue;
+        // A slow moment is the call timeout's business (the audit re-runs a
+        // timeout before it counts), not evidence of a changed reward.
+        if (result.status === 'skipped' || result.status === 'timeout') continue;
         if (result.status !== 'ok' || result.reward !== expected[index]) {
           changed += 1;
           example ??= `${JSON.stringify(request.completion.slice(0, 60))} scored ${expected[index]} in the audit, then ${result.status === 'ok' ? String(result.reward) : result.status}`;
