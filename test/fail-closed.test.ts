@@ -268,7 +268,7 @@ describe('interrupted packs', () => {
     expect(existsSync(setAside)).toBe(false);
     expect(await readFile(path.join(parent, 'kept', 'keep.txt'), 'utf8')).toBe('the previous tree');
     expect(existsSync(live)).toBe(true);
-    expect((await readdir(parent)).sort()).toEqual(['.gatekept-staging-other-' + `${process.pid}-LiVe00`, 'kept', 'out']);
+    expect((await readdir(parent)).sort()).toEqual([`.gatekept-staging-other-${process.pid}-LiVe00`, 'kept', 'out']);
   });
 });
 
