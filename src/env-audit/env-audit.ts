@@ -35,7 +35,7 @@ export interface EnvAuditOptions {
   /** An installed module name (or hub id `owner/name@version`) or a package directory. */
   env: string;
   python?: string;
-  /** Isolation of the gate's workers (default 'auto', see gate()); loading the environment to inspect it is not sandboxed yet. */
+  /** Isolation of the processes that load the environment and call its rewards (default 'auto', see gate()). */
   sandbox?: SandboxMode;
   /** Extra import directories for the environment (e.g. a `pip install --target` directory). */
   pythonpath?: readonly string[];
@@ -171,6 +171,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     pythonpath,
     timeoutMs: policy.timeouts.importMs * LOAD_TIMEOUT_FACTOR,
     memoryMb: policy.limits.memoryMb,
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
   const integrity = checkIntegrity(inspected);
 

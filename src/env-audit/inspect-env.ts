@@ -1,10 +1,12 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { PythonProcess } from '../runtime/python-process.js';
+import { probePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
 
 /**
  * Load an environment once, outside the gate, and read what the offline
@@ -62,18 +64,27 @@ export interface InspectOptions {
   timeoutMs: number;
   /** Address-space limit of the loading process (0: none), as for the gate's workers. */
   memoryMb: number;
+  /** Isolation of the loading process, as for the gate's workers (default 'auto'). */
+  sandbox?: SandboxMode;
 }
 
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
+  const [runtime, sandbox] = await Promise.all([probePython(options.python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
+  const isolated = sandbox.kind === 'bwrap';
   const home = await mkdtemp(path.join(tmpdir(), `gatekept-env-${process.pid}-`));
   try {
-    const out = path.join(home, 'inspected.json');
+    // Loading the environment runs its code (rewards included): in the
+    // sandbox when there is one, writing only its own home and temp directory.
+    await mkdir(path.join(home, 'home'));
+    await mkdir(path.join(home, 'tmp'));
+    const out = path.join(home, 'home', 'inspected.json');
+    const inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home: path.join(home, 'home'), tmp: path.join(home, 'tmp') };
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       LANG: 'C.UTF-8',
       LC_ALL: 'C.UTF-8',
-      HOME: home,
-      TMPDIR: home,
+      HOME: inside.home,
+      TMPDIR: inside.tmp,
       PYTHONPATH: options.pythonpath.join(path.delimiter),
       PYTHONHASHSEED: '0',
       PYTHONDONTWRITEBYTECODE: '1',
@@ -84,10 +95,23 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       OMP_NUM_THREADS: '1',
     };
     const child = await PythonProcess.start({
-      python: options.python,
-      args: [ENV_LOADER_PATH, 'inspect', options.spec, out, String(options.memoryMb)],
-      cwd: home,
+      python: isolated ? runtime.executable : options.python,
+      args: [ENV_LOADER_PATH, 'inspect', options.spec, isolated ? path.join(SANDBOX_HOME, 'inspected.json') : out, String(options.memoryMb)],
+      cwd: isolated ? home : inside.home,
       env,
+      ...(isolated
+        ? {
+            sandbox: {
+              sandbox,
+              layout: {
+                home: path.join(home, 'home'),
+                tmp: path.join(home, 'tmp'),
+                scratch: home,
+                readable: [...runtime.paths, ...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
+              },
+            },
+          }
+        : {}),
       outputCapBytes: 64_000,
       minimumVersion: '3.11',
     });
