@@ -1,8 +1,8 @@
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { testPython, testVenvDir } from './support/test-python.js';
 
@@ -16,6 +16,10 @@ function cli(args: string[], cwd = PACKAGE_ROOT) {
 let scratch: string;
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-cli-'));
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
 });
 
 describe('gatekept gate (CLI)', () => {
