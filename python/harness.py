@@ -904,7 +904,9 @@ def _build_plan(fn, label):
 def _is_async_callable(fn):
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)
+    # The class's own __call__ (not callable(fn)): an instance with an async
+    # __call__ is awaited like an async function.
+    call = getattr(type(fn), "__call__", None)  # noqa: B004
     return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
 
 

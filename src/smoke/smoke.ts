@@ -8,6 +8,7 @@ import { renderInFormat } from '../audit/answer-values.js';
 import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from '../pack/environment-spec.js';
 import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
+import { type Row, readJsonl } from '../rows.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { cleanUpNow, killAllGroups, killGroup, liveDirRegistry } from '../runtime/cleanup.js';
 import { LineFramer, PythonProcess } from '../runtime/python-process.js';
@@ -112,10 +113,7 @@ interface PackageInfo {
   environmentFile: string;
 }
 
-interface DataRow {
-  question: string;
-  answer: string;
-}
+type DataRow = Pick<Row, 'question' | 'answer'>;
 
 const ENV_ID = /^[a-z][a-z0-9-]*$/;
 
@@ -186,21 +184,17 @@ async function resolvePackage(target: SmokeTarget, dir: string): Promise<Package
 }
 
 async function readRows(pkg: PackageInfo): Promise<DataRow[]> {
-  const text = await readFile(pkg.dataFile, 'utf8');
-  const rows: DataRow[] = [];
-  for (const [index, line] of text.split('\n').entries()) {
-    if (line.trim() === '') continue;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch {
-      throw notAPackage(pkg.dir, pkg.target, `line ${index + 1} of ${path.relative(pkg.dir, pkg.dataFile)} is not JSON`);
-    }
-    const parsed = z.object({ question: z.string(), answer: z.string() }).safeParse(row);
-    if (!parsed.success) throw notAPackage(pkg.dir, pkg.target, `line ${index + 1} of ${path.relative(pkg.dir, pkg.dataFile)} lacks a string question and answer`);
-    rows.push(parsed.data);
-  }
-  return rows;
+  const where = path.relative(pkg.dir, pkg.dataFile);
+  const lines = await readJsonl(pkg.dataFile, z.object({ question: z.string(), answer: z.string() }), {
+    what: 'data file',
+    shownAs: where,
+    suggestion: 'pass the package directory `gatekept pack` wrote, unchanged',
+    invalid: (line) => notAPackage(pkg.dir, pkg.target, `line ${line} of ${where} lacks a string question and answer`),
+  }).catch((error: unknown) => {
+    if (error instanceof GatekeptError && error.code === 'BAD_DATASET') throw notAPackage(pkg.dir, pkg.target, error.message);
+    throw error;
+  });
+  return lines.map(({ value }) => value);
 }
 
 const severity = z.enum(SEVERITIES);
