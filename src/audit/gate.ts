@@ -4,6 +4,7 @@ import { attackChunk, calibrateChunk, type AuditState } from './audit-chunk.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
+import { checkGolds, type GoldCheckRequest, type GoldCheckResult } from './gold-check.js';
 import { Evaluator } from './evaluator.js';
 import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
@@ -21,8 +22,9 @@ import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 /**
  * The gate, top to bottom: plan the audit, calibrate the verifier on the
  * gold and a wrong answer in every format, attack it in the formats it
- * accepts, settle every rewarded attack with the invariance test, score the
- * exploits, decide, and write the record. Rows stream through in chunks so
+ * accepts, settle every rewarded attack with the invariance test, check the
+ * dataset's golds when packing, score the exploits, decide, and write the
+ * record. Rows stream through in chunks so
  * memory stays flat however large the audit. Each stage lives in its own
  * module; this one only orders them.
  */
@@ -59,6 +61,8 @@ export interface GateOptions {
   completionFormat?: CompletionFormat;
   workers?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Also check that every dataset row's gold, in this format, is rewarded above a wrong answer (packing). */
+  goldCheck?: GoldCheckRequest;
   /** Observes every batch of requests sent to the verifier (benchmarks and tracing). */
   onRequests?: (requests: readonly EvalRequest[]) => void;
 }
@@ -76,6 +80,8 @@ export interface GateResult {
    * the record: it would carry whole attack payloads.
    */
   probes: GateProbe[];
+  /** The gold check asked for with `goldCheck`; null when not asked or the audit stopped first. */
+  goldCheck: GoldCheckResult | null;
 }
 
 /** Rows calibrated, attacked and judged together; bounds what is held in memory at once. */
@@ -150,19 +156,19 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       );
       if (start + ROWS_PER_CHUNK < plan.plans.length) collectGarbageIfGrown();
     }
+    const goldCheck =
+      options.goldCheck && !state.tally.timedOut
+        ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
+        : null;
     const recheck = state.tally.timedOut ? null : await evaluator.recheck();
     // Shutting the workers down overlaps with scoring and the record.
     const closing = pool.close();
 
     const scoring = performance.now();
-    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy);
-    if (recheck && recheck.changed > 0) {
-      decision.decision = 'REJECT';
-      decision.reasons.push({
-        code: 'NOT_A_FUNCTION',
-        message: `not a function of its inputs: ${recheck.changed} of ${recheck.total} calls scored again at the end of the audit or in a fresh process got a different reward (${recheck.example ?? ''})`,
-      });
-    }
+    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy, {
+      recheck,
+      unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null,
+    });
     state.phases.score = performance.now() - scoring;
     const info = pool.info;
     await closing;
@@ -189,6 +195,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       record,
       summary: () => formatSummary(record),
       probes: [...state.honestProbes, ...state.tally.attackProbes()],
+      goldCheck,
     };
   } finally {
     evaluator.dispose();

@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js';
-import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
-import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
+import { withoutTiming, type AuditRecord } from '../audit/record.js';
+import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
 import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
@@ -14,7 +13,6 @@ import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
 import { gate, type GateProbe } from '../audit/gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
-import type { EvalRequest } from '../runtime/python-session.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
 import { adoptStagedFile, checkDestination, commitStaging, createStaging, discardStaging, verifyStaged, writeStagedFile } from './stage-output.js';
 import { liveDirRegistry } from '../runtime/cleanup.js';
@@ -23,7 +21,6 @@ import type { SandboxMode } from '../runtime/sandbox.js';
 import { makeRegisteredDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
 import type { AnswerFormat, Severity } from '../types.js';
-import { WorkerPool } from '../runtime/worker-pool.js';
 
 /**
  * `gatekeep`: from a seed to gated packages. Build the dataset and the
@@ -153,64 +150,6 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
   }
 }
 
-interface GoldCheck {
-  /** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
-  unrewarded: number[];
-  /** Per row: the gold written in the seed's format and the reward the verifier gave it. */
-  golds: { reply: string; reward: number | null }[];
-}
-
-/** Score every row's gold, in the seed's own format, against a wrong answer. */
-async function checkGoldRows(
-  rows: readonly TaskRow[],
-  loaded: LoadedSeed,
-  verifierFile: string,
-  functionName: string,
-  completionFormat: 'messages' | 'string',
-  policy: GatePolicy,
-  python: string,
-  workers: number | undefined,
-  sandbox: SandboxMode | undefined,
-): Promise<GoldCheck> {
-  const { seed } = loaded;
-  const type = ANSWER_TYPE_OF_TASK[seed.task];
-  const choices = choicesOf(seed);
-  const requests: EvalRequest[] = rows.flatMap((row, index) => {
-    const wrong = wrongValues(row.answer, type, 1, makeRng(policy.seed, 'health', index), choices)[0] ?? '';
-    const base = { answer: row.answer, prompt: row.question, info: row.info ?? {} };
-    return [
-      { ...base, completion: renderInFormat(seed.answer_format, row.answer) },
-      { ...base, completion: renderInFormat(seed.answer_format, wrong) },
-    ];
-  });
-  const pool = await WorkerPool.open({
-    python,
-    ...(sandbox ? { sandbox } : {}),
-    target: { kind: 'file', path: verifierFile, fn: functionName },
-    pythonpath: [path.dirname(verifierFile)],
-    completionFormat,
-    callTimeoutMs: policy.timeouts.callMs,
-    importTimeoutMs: policy.timeouts.importMs,
-    memoryMb: policy.limits.memoryMb,
-    workers: workers ?? 2,
-  });
-  try {
-    const results = await pool.evaluate(requests, { stopOnTimeout: true });
-    const unrewarded: number[] = [];
-    const golds: GoldCheck['golds'] = [];
-    for (let index = 0; index < rows.length; index++) {
-      const gold = results[2 * index]!;
-      const wrong = results[2 * index + 1]!;
-      const ok = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
-      if (!ok) unrewarded.push(index);
-      golds.push({ reply: requests[2 * index]!.completion, reward: gold.status === 'ok' ? gold.reward : null });
-    }
-    return { unrewarded, golds };
-  } finally {
-    await pool.close();
-  }
-}
-
 /** The verifier is gated from a private temporary directory; this is its path in error messages. */
 const GATE_DIR_PATH = /\S*gatekept-\d+-[A-Za-z0-9]{6}[^\s:'"]*/g;
 
@@ -260,29 +199,18 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         completionFormat: verifier.completionFormat,
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        // Every row's gold, as the prompts ask for it, must be rewarded: checked on the gate's own workers.
+        goldCheck: {
+          format: seed.answer_format,
+          rows: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
+        },
       }),
     );
-    // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
-    const goldCheck: GoldCheck =
-      result.decision === 'PASS'
-        ? await checkGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers, options.sandbox)
-        : { unrewarded: [], golds: [] };
-    const { unrewarded } = goldCheck;
-    const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
-
-    const reasons = [...result.record.reasons];
-    if (unrewarded.length > 0) {
-      reasons.push({
-        code: 'DATASET_GOLD_UNREWARDED',
-        message: `the verifier does not reward the gold of ${unrewarded.length} dataset row(s) written as ${seed.answer_format} (first: row ${unrewarded[0]! + 1}); the environment would punish correct answers`,
-      });
-    }
-    const decision: 'PASS' | 'REJECT' = reasons.length === 0 ? 'PASS' : 'REJECT';
+    const goldCheck = result.goldCheck ?? { unrewarded: [], golds: [] };
+    const health = checkDatasetHealth(rows, seed.task === 'choice', goldCheck.unrewarded);
+    const decision = result.decision;
     const record: PackAuditRecord = {
       ...withoutTiming(result.record),
-      decision,
-      reasons,
-      statement: decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
       verifier: { ...result.record.verifier, spec: `${VERIFIER_FILE_NAME}:${verifier.functionName}` },
       seed_file: { name: seed.name, sha256: loaded.sha256 },
       package: {
