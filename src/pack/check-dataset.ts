@@ -1,19 +1,12 @@
 import type { TaskRow } from './build-dataset.js';
+import type { DatasetHealth } from './pack-record.js';
 
 /**
  * Dataset health: problems in the data that make an environment teach the
  * wrong thing even with a sound verifier.
  */
 
-export interface DatasetHealth {
-  rows: number;
-  duplicate_questions: { question: string; rows: number[] }[];
-  /** Multiple choice: how often each label is the gold. */
-  label_counts: Record<string, number> | null;
-  /** Rows whose gold, written in the canonical format, the verifier does not reward above a wrong answer. */
-  unrewarded_gold_rows: number[];
-  warnings: string[];
-}
+export type { DatasetHealth } from './pack-record.js';
 
 /** Pure: duplicates and label skew. `unrewarded` comes from running the verifier. */
 export function checkDatasetHealth(rows: readonly TaskRow[], isChoice: boolean, unrewarded: readonly number[]): DatasetHealth {

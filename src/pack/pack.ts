@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { withoutTiming, type AuditRecord } from '../audit/record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf } from './build-dataset.js';
-import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
+import { checkDatasetHealth } from './check-dataset.js';
+import type { PackAuditRecord, SmokeProbeRecord } from './pack-record.js';
 import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
@@ -20,7 +21,7 @@ import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { makeRegisteredDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
-import type { AnswerFormat, Severity } from '../types.js';
+import type { AnswerFormat } from '../types.js';
 
 /**
  * `gatekeep`: from a seed to gated packages. Build the dataset and the
@@ -48,30 +49,7 @@ export interface GatekeepOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export interface PackAuditRecord extends Omit<AuditRecord, 'timing'> {
-  seed_file: { name: string; sha256: string };
-  package: {
-    env_id: string;
-    verifier_file: string;
-    verifier_sha256: string;
-    verifier_origin: 'builtin' | 'custom';
-    /** How the packaged environment asks for the answer to be written. */
-    answer_format: AnswerFormat;
-  };
-  dataset_health: DatasetHealth;
-  /** Completions and the rewards the gate saw, for `gatekept smoke` to replay against the packages. */
-  smoke_probes: SmokeProbeRecord[];
-}
-
-export interface SmokeProbeRecord {
-  kind: 'honest' | 'attack';
-  /** Index into the package's data.jsonl. */
-  row: number;
-  completion: string;
-  expected_reward: number;
-  attack_id?: string;
-  severity?: Severity;
-}
+export type { PackAuditRecord, SmokeProbeRecord } from './pack-record.js';
 
 const SMOKE_PROBES = 12;
 const SMOKE_HONEST_ROWS = 3;

@@ -9,13 +9,15 @@ import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from '../pack/environment-spec.js';
 import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { type Row, readJsonl } from '../rows.js';
+import { auditRecordSchema, type AuditRecord } from '../audit/record.js';
+import { packAuditRecordSchema, type PackAuditRecord } from '../pack/pack-record.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { cleanUpNow, killAllGroups, killGroup, liveDirRegistry } from '../runtime/cleanup.js';
 import { LineFramer, PythonProcess } from '../runtime/python-process.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
 import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
-import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
+import { ANSWER_FORMATS, type AnswerFormat, type Severity } from '../types.js';
 
 /**
  * `gatekept smoke`: run an emitted package the way its users will (the
@@ -197,55 +199,20 @@ async function readRows(pkg: PackageInfo): Promise<DataRow[]> {
   return lines.map(({ value }) => value);
 }
 
-const severity = z.enum(SEVERITIES);
+/**
+ * What smoke reads of an audit: the record `pack` wrote beside the packages, or
+ * a gate record (`gatekept gate --json`), each checked against its own schema.
+ */
+const auditSchema = z.union([packAuditRecordSchema, auditRecordSchema]);
 
-const auditSchema = z.object({
-  schema: z.string().startsWith('gatekept.audit/'),
-  target: z.object({
-    golds: z.array(z.object({ row: z.number().int().nonnegative(), answer: z.string() })),
-  }),
-  package: z
-    .object({
-      env_id: z.string(),
-      verifier_sha256: z.string().optional(),
-      answer_format: z.enum(ANSWER_FORMATS).optional(),
-    })
-    .optional(),
-  smoke_probes: z
-    .array(
-      z.object({
-        kind: z.enum(['honest', 'attack']),
-        row: z.number().int().nonnegative(),
-        completion: z.string(),
-        expected_reward: z.number(),
-        attack_id: z.string().optional(),
-        severity: severity.optional(),
-      }),
-    )
-    .optional(),
-  findings: z
-    .array(
-      z.object({
-        attack_id: z.string(),
-        severity,
-        row: z.number().int().nonnegative(),
-        alternate_gold: z.boolean(),
-        completion: z.string(),
-        completion_length: z.number(),
-        reward: z.number().nullable(),
-      }),
-    )
-    .default([]),
-  honest: z
-    .object({
-      calibration: z.array(
-        z.object({ row: z.number(), format: z.string(), think: z.boolean(), honest: z.number().nullable() }),
-      ),
-    })
-    .optional(),
-});
+interface Audit {
+  target: AuditRecord['target'];
+  findings: AuditRecord['findings'];
+  honest: AuditRecord['honest'];
+  package: PackAuditRecord['package'] | null;
+  smoke_probes: PackAuditRecord['smoke_probes'] | null;
+}
 
-type Audit = z.output<typeof auditSchema>;
 
 interface Probe {
   kind: 'honest' | 'attack';
@@ -276,7 +243,14 @@ async function loadAudit(file: string): Promise<Audit> {
       suggestion: `pass the ${AUDIT_FILE_NAME} that \`gatekept pack\` wrote with this package`,
     });
   }
-  return parsed.data;
+  const record = parsed.data;
+  return {
+    target: record.target,
+    findings: record.findings,
+    honest: record.honest,
+    package: 'package' in record ? record.package : null,
+    smoke_probes: 'smoke_probes' in record ? record.smoke_probes : null,
+  };
 }
 
 async function answerFormatOf(audit: Audit, pkg: PackageInfo): Promise<AnswerFormat | null> {
