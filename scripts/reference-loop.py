@@ -1,43 +1,80 @@
-"""The in-process reference for benchmarks: one plain Python loop calling the
-verifier on the same requests the gate sends, with no isolation or protocol.
+"""The reference the benchmark holds the gate to: one plain Python process that
+imports the verifier and calls it in a loop on exactly the requests the gate
+sent, with no isolation, no protocol and no judging.
 
-usage: python reference-loop.py path/to/verifier.py:fn requests.jsonl
+The calls are made the way the gate makes them (python/gatekept_reward.py: the
+same keyword pool, argument plan and float() of the result), so the only
+difference left is what gatekept adds around them. Requests are read in
+chunks and only the calls are timed, so a million of them fit in memory and
+parsing JSON is not counted as the verifier's cost.
+
+usage: python reference-loop.py path/to/verifier.py:fn requests.jsonl [messages|string]
+prints one JSON line: {"calls", "import_s", "loop_s", "per_call_us", "errors"}
 """
+
+import asyncio
 import importlib.util
 import inspect
 import json
+import os
 import sys
 import time
 
+STARTED = time.perf_counter()
+CHUNK = 10000
 
-def main() -> None:
-    spec, requests_path = sys.argv[1], sys.argv[2]
+
+def load_verifier(spec):
     file, fn_name = spec.rsplit(":", 1)
     module_spec = importlib.util.spec_from_file_location("reference_verifier", file)
     module = importlib.util.module_from_spec(module_spec)
+    sys.modules["reference_verifier"] = module
     module_spec.loader.exec_module(module)
-    fn = getattr(module, fn_name)
-    params = inspect.signature(fn).parameters
-    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    with open(requests_path, encoding="utf-8") as handle:
-        requests = [json.loads(line) for line in handle if line.strip()]
-    started = time.perf_counter()
-    for request in requests:
-        pool = {
-            "completion": [{"role": "assistant", "content": request["completion"]}],
-            "answer": request["answer"],
-            "prompt": [],
-            "info": request.get("info") or {},
-            "state": {},
-            "task": "default",
-            "parser": None,
-        }
-        kwargs = pool if takes_all else {k: v for k, v in pool.items() if k in params}
-        try:
-            fn(**kwargs)
-        except Exception:
-            pass
-    print(json.dumps({"calls": len(requests), "loop_s": time.perf_counter() - started}))
+    return getattr(module, fn_name)
+
+
+def chunks(path):
+    with open(path, encoding="utf-8") as handle:
+        batch = []
+        for line in handle:
+            if line.strip():
+                batch.append(json.loads(line))
+                if len(batch) == CHUNK:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+
+def main():
+    spec, requests_path = sys.argv[1], sys.argv[2]
+    completion_format = sys.argv[3] if len(sys.argv) > 3 else "messages"
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    from gatekept_reward import build_plan, call_arguments, keyword_pool, to_reward
+
+    fn = load_verifier(spec)
+    plan, missing = build_plan(fn)
+    if plan is None:
+        raise SystemExit("the verifier requires %s" % ", ".join(missing))
+    import_s = time.perf_counter() - STARTED
+    loop = asyncio.new_event_loop() if inspect.iscoroutinefunction(fn) else None
+    calls = errors = 0
+    loop_s = 0.0
+    for batch in chunks(requests_path):
+        started = time.perf_counter()
+        for request in batch:
+            pool = keyword_pool(completion_format, request["completion"], request["answer"], request.get("prompt"), request.get("info"))
+            args, kwargs = call_arguments(plan, pool)
+            try:
+                value = fn(*args, **kwargs)
+                if loop is not None:
+                    value = loop.run_until_complete(value)
+                to_reward(value)
+            except Exception:
+                errors += 1
+        loop_s += time.perf_counter() - started
+        calls += len(batch)
+    print(json.dumps({"calls": calls, "import_s": import_s, "loop_s": loop_s, "per_call_us": 1e6 * loop_s / max(calls, 1), "errors": errors}))
 
 
 if __name__ == "__main__":
