@@ -6,7 +6,10 @@ The calls are made the way the gate makes them (python/gatekept_reward.py: the
 same keyword pool, argument plan and float() of the result), so the only
 difference left is what gatekept adds around them. Requests are read in
 chunks and only the calls are timed, so a million of them fit in memory and
-parsing JSON is not counted as the verifier's cost.
+parsing JSON is not counted as the verifier's cost. When all the calls take
+less than a fifth of a second, they are made again (up to that time) and the
+best pass gives the per-call cost, which a single short pass measures poorly;
+loop_s stays the first pass, the one the gate is compared with.
 
 usage: python reference-loop.py path/to/verifier.py:fn requests.jsonl [messages|string]
 prints one JSON line: {"calls", "import_s", "loop_s", "per_call_us", "errors"}
@@ -22,6 +25,7 @@ import time
 
 STARTED = time.perf_counter()
 CHUNK = 10000
+SHORT_S = 0.2
 
 
 def load_verifier(spec):
@@ -58,10 +62,9 @@ def main():
         raise SystemExit("the verifier requires %s" % ", ".join(missing))
     import_s = time.perf_counter() - STARTED
     loop = asyncio.new_event_loop() if inspect.iscoroutinefunction(fn) else None
-    calls = errors = 0
-    loop_s = 0.0
-    for batch in chunks(requests_path):
-        started = time.perf_counter()
+
+    def run(batch):
+        errors = 0
         for request in batch:
             pool = keyword_pool(completion_format, request["completion"], request["answer"], request.get("prompt"), request.get("info"))
             args, kwargs = call_arguments(plan, pool)
@@ -72,9 +75,40 @@ def main():
                 to_reward(value)
             except Exception:
                 errors += 1
+        return errors
+
+    calls = errors = 0
+    loop_s = 0.0
+    kept = []
+    for batch in chunks(requests_path):
+        started = time.perf_counter()
+        errors += run(batch)
         loop_s += time.perf_counter() - started
         calls += len(batch)
-    print(json.dumps({"calls": calls, "import_s": import_s, "loop_s": loop_s, "per_call_us": 1e6 * loop_s / max(calls, 1), "errors": errors}))
+        if calls <= CHUNK:
+            kept.append(batch)
+    best_s = loop_s
+    repeated_s = 0.0
+    if loop_s < SHORT_S and calls <= CHUNK:
+        while repeated_s < SHORT_S:
+            started = time.perf_counter()
+            for batch in kept:
+                run(batch)
+            elapsed = time.perf_counter() - started
+            best_s = min(best_s, elapsed)
+            repeated_s += elapsed
+    print(
+        json.dumps(
+            {
+                "calls": calls,
+                "import_s": import_s,
+                "loop_s": loop_s,
+                "per_call_us": 1e6 * best_s / max(calls, 1),
+                "errors": errors,
+                "repeated_s": repeated_s,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
