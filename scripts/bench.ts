@@ -33,6 +33,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, wr
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gate } from '../src/audit/gate.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
@@ -215,7 +216,7 @@ async function runGate(spec: string, python: string, workers: number, input: str
   return { ...run, record: JSON.parse(run.stdout) as CliRecord };
 }
 
-function runReference(python: string, spec: string, requestsFile: string, completionFormat: string): Reference {
+export function runReference(python: string, spec: string, requestsFile: string, completionFormat: string): Reference {
   const file = path.resolve(PACKAGE_ROOT, spec.slice(0, spec.lastIndexOf(':')));
   const fn = spec.slice(spec.lastIndexOf(':') + 1);
   const started = performance.now();
@@ -267,7 +268,7 @@ const phasesText = (phases: Phases | null) =>
         .join(', ')
     : '-';
 
-function evaluateTargets(single: SingleRow[], scale: ScaleRow[]): Target[] {
+export function evaluateTargets(single: SingleRow[], scale: ScaleRow[]): Target[] {
   const targets: Target[] = [];
   const trivial = scale.filter((row) => row.verifier === 'trivial');
   const big = trivial.filter((row) => row.candidates >= 100_000);
@@ -338,12 +339,12 @@ export function renderMarkdown(bench: Bench): string {
     lines.push('', 'Where the time goes (`timing.phases` of the audit record, ms):', '', '| verifier | run | phases |', '|---|---|---|');
     for (const row of withPhases) lines.push(`| ${row.verifier} | ${row.where} | ${phasesText(row.phases)} |`);
   }
-  lines.push('', 'Targets (2 cores, 2 workers):', '', '| target | measured | status |', '|---|---|---|', ...bench.targets.map((target) => `| ${target.target} | ${target.measured} | ${target.status} |`));
+  lines.push('', 'Targets (set for a 2-core machine and 2 workers):', '', '| target | measured | status |', '|---|---|---|', ...bench.targets.map((target) => `| ${target.target} | ${target.measured} | ${target.status} |`));
   if (bench.notes.length > 0) lines.push('', ...bench.notes.map((note) => `Note: ${note}`));
   return `${lines.join('\n')}\n`;
 }
 
-function readmeWith(readme: string, table: string): string {
+export function readmeWith(readme: string, table: string): string {
   const start = readme.indexOf(BEGIN);
   const end = readme.indexOf(END);
   if (start < 0 || end < start) throw new Error(`README.md lacks the ${BEGIN} / ${END} markers`);
@@ -532,4 +533,6 @@ async function main(): Promise<number> {
   return 0;
 }
 
-process.exitCode = await main();
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.exitCode = await main();
+}
