@@ -12,7 +12,9 @@ best pass gives the per-call cost, which a single short pass measures poorly;
 loop_s stays the first pass, the one the gate is compared with.
 
 usage: python reference-loop.py path/to/verifier.py:fn requests.jsonl [messages|string]
-prints one JSON line: {"calls", "import_s", "loop_s", "per_call_us", "errors"}
+prints one JSON line: {"calls", "import_s", "loop_s", "per_call_us", "errors",
+"repeated_s", "read_s"}; the last two are time the reference itself does not
+include (repeats of a short loop, reading the requests).
 """
 
 import asyncio
@@ -80,7 +82,14 @@ def main():
     calls = errors = 0
     loop_s = 0.0
     kept = []
-    for batch in chunks(requests_path):
+    read_s = 0.0
+    batches = chunks(requests_path)
+    while True:
+        started = time.perf_counter()
+        batch = next(batches, None)
+        read_s += time.perf_counter() - started
+        if batch is None:
+            break
         started = time.perf_counter()
         errors += run(batch)
         loop_s += time.perf_counter() - started
@@ -106,6 +115,7 @@ def main():
                 "per_call_us": 1e6 * best_s / max(calls, 1),
                 "errors": errors,
                 "repeated_s": repeated_s,
+                "read_s": read_s,
             }
         )
     )
