@@ -326,16 +326,20 @@ export function renderMarkdown(bench: Bench): string {
       (row) =>
         `| ${row.verifier} | ${row.evaluations} | ${Math.round(row.gate_ms)} | ${Math.round(row.reference_ms)} | ${row.ratio}x | ${Math.round(row.node_start_ms)} | ${Math.round(row.python_import_ms)} | ${row.per_call_us} |`,
     ),
-    '',
-    `Scale (\`gatekept gate --dataset\`, rows sized to about the target number of candidates, ${m.workers} workers):`,
-    '',
-    '| verifier | candidates | evaluations | wall (s) | evaluations/s | µs per evaluation | µs per Python call | ideal (s) | wall / ideal | reference (s) | wall / reference | peak memory, all processes (MB) | largest process (MB) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...bench.scale.map(
-      (row) =>
-        `| ${row.verifier} | ${row.candidates} | ${row.evaluations} | ${row.wall_s} | ${row.evaluations_per_s} | ${row.us_per_evaluation} | ${row.per_call_us} | ${row.ideal_s} | ${row.ratio_to_ideal}x | ${row.reference_s} | ${row.ratio_to_reference}x | ${row.peak_tree_mb} | ${row.peak_process_mb} |`,
-    ),
   ];
+  if (bench.scale.length > 0) {
+    lines.push(
+      '',
+      `Scale (\`gatekept gate --dataset\`, rows sized to about the target number of candidates, ${m.workers} workers):`,
+      '',
+      '| verifier | candidates | evaluations | wall (s) | evaluations/s | µs per evaluation | µs per Python call | ideal (s) | wall / ideal | reference (s) | wall / reference | peak memory, all processes (MB) | largest process (MB) |',
+      '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+      ...bench.scale.map(
+        (row) =>
+          `| ${row.verifier} | ${row.candidates} | ${row.evaluations} | ${row.wall_s} | ${row.evaluations_per_s} | ${row.us_per_evaluation} | ${row.per_call_us} | ${row.ideal_s} | ${row.ratio_to_ideal}x | ${row.reference_s} | ${row.ratio_to_reference}x | ${row.peak_tree_mb} | ${row.peak_process_mb} |`,
+      ),
+    );
+  }
   const withPhases = [...bench.single.map((row) => ({ ...row, where: 'one answer' })), ...bench.scale.map((row) => ({ ...row, where: `${row.candidates} candidates` }))].filter((row) => row.phases);
   if (withPhases.length > 0) {
     lines.push('', 'Where the time goes (`timing.phases` of the audit record, ms):', '', '| verifier | run | phases |', '|---|---|---|');
