@@ -38,7 +38,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import math
 import posix
 import re
 import resource

@@ -7,8 +7,9 @@
     smoke.py play URL
         Play episodes over an OpenEnv WebSocket; probes arrive on stdin.
     smoke.py verifiers DIR MODULE
-        Load a verifiers package and score probes through its rubric; probes
-        arrive on stdin.
+        Load a verifiers package and score probes: a verifiers 0.4 Taskset
+        through Task.score on a constructed trace, a classic package through
+        its rubric. Probes arrive on stdin.
 
 Messages to gatekept are single lines `GATEKEPT_SMOKE <json>` on the original
 stdout; everything the package prints is sent to stderr so it can never be
@@ -26,7 +27,7 @@ TOO_OLD_EXIT = 5
 
 # Which distribution provides each import, for the install hint.
 DISTRIBUTIONS = {
-    "openenv": "openenv-core",
+    "openenv": "openenv",
     "uvicorn": "uvicorn",
     "websockets": "websockets",
     "verifiers": "verifiers",
@@ -219,10 +220,14 @@ def play(args):
 def verifiers_mode(args):
     directory, module_name = args[0], args[1]
     require_python((3, 11))
-    require("verifiers", "datasets")
+    require("verifiers")
     apply_limits(option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
     request = read_probes()
     sys.path.insert(0, directory)
+    if os.path.isfile(os.path.join(directory, module_name, "taskset.py")):
+        taskset_mode(module_name, request)
+        return
+    require("datasets")
 
     import asyncio
     import importlib
@@ -296,8 +301,71 @@ def verifiers_mode(args):
         results=results,
         rows=rows,
         environment=type(env).__name__,
+        api="classic",
         module_file=origin,
         version=getattr(vf, "__version__", None),
+    )
+
+
+def taskset_mode(module_name, request):
+    """Score each probe the way a verifiers 0.4 rollout is scored: Task.score
+    on a trace whose one sampled node is the reply."""
+    import asyncio
+    import importlib
+    import traceback
+
+    try:
+        import verifiers.v1 as vf
+
+        module = importlib.import_module(module_name)
+        origin = getattr(module, "__file__", None) or ""
+        # The way vf-eval resolves an id: the module, then its one exported Taskset.
+        taskset = vf.load_taskset(vf.taskset_config_type(module_name)(id=module_name))
+        tasks = list(taskset)
+        rows = [{"question": task.data.prompt_text, "answer": getattr(task.data, "answer", None)} for task in tasks]
+    except Exception as error:
+        send(
+            "load_failed",
+            message="%s: %s" % (type(error).__name__, error),
+            traceback=traceback.format_exc()[-4000:],
+        )
+        sys.exit(3)
+
+    async def score(probe):
+        task = tasks[probe["row"]]
+        trace = vf.Trace(
+            task=vf.TraceTask(type=type(task).__name__, data=task.data),
+            agent=vf.AgentInfo(config=vf.AgentConfig()),
+            nodes=[vf.MessageNode(message=vf.AssistantMessage(content=probe["completion"]), sampled=True)],
+        )
+        await task.score(trace)
+        metrics = {name: reward.score for name, reward in trace.rewards.items() if reward is not None}
+        return trace.reward, metrics
+
+    async def score_all():
+        results = []
+        for probe in request["probes"]:
+            result = {"reward": None, "metrics": None, "errors": [], "error": None}
+            if not 0 <= probe["row"] < len(tasks):
+                result["error"] = "row %d is not in the taskset (%d tasks)" % (probe["row"], len(tasks))
+            else:
+                try:
+                    result["reward"], result["metrics"] = await score(probe)
+                except Exception as error:
+                    cause = error.__cause__ or error
+                    result["error"] = "%s: %s" % (type(cause).__name__, cause)
+            results.append(result)
+        return results
+
+    results = asyncio.run(score_all())
+    send(
+        "scored",
+        results=results,
+        rows=rows,
+        environment=type(taskset).__name__,
+        api="taskset",
+        module_file=origin,
+        version=getattr(importlib.import_module("verifiers"), "__version__", None),
     )
 
 

@@ -86,6 +86,7 @@ build_target() {
 
   started=$SECONDS
   log "building $target at $venv with Python $version (this takes a few minutes)"
+  log "$target installs: $(grep -v '^[[:space:]]*#' "$requirements" | grep -v '^[[:space:]]*$' | tr '\n' ' ')"
   step "$bootstrap" -m venv --prompt "$(basename "$venv")" "$tmp"
   step "$tmp/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$requirements"
 

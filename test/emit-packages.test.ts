@@ -1,18 +1,21 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { renderOpenEnvPackage } from '../src/pack/emit/openenv.js';
-import { VERIFIER_FILE_NAME, renderVerifiersPackage } from '../src/pack/emit/verifiers-v0.js';
-import { REWARD_CALL_FILE_NAME, REWARD_CALL_SOURCE } from '../src/pack/environment-spec.js';
+import { OPENENV_REQUIREMENT, renderOpenEnvPackage } from '../src/pack/emit/openenv.js';
+import { VERIFIERS_REQUIREMENT, renderVerifiersV0Package } from '../src/pack/emit/verifiers-v0.js';
+import { VERIFIERS_V1_REQUIREMENT, renderVerifiersV1Package } from '../src/pack/emit/verifiers-v1.js';
+import { REWARD_CALL_FILE_NAME, VERIFIER_FILE_NAME } from '../src/pack/environment-spec.js';
 import type { EnvironmentSpec } from '../src/pack/environment-spec.js';
 import { isGatekeptError } from '../src/errors.js';
-import { pipInstall, pipUninstall, testPython } from './support/test-python.js';
+import { renderTemplate } from '../src/pack/render-template.js';
+import { startFakeChatServer } from './support/fake-chat-server.js';
+import { testPython } from './support/test-python.js';
 
 const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 
@@ -59,9 +62,10 @@ async def graded(completion, **kwargs):
 `;
 
 // A `task` key in info is what verifiers would read as a task payload.
+// Rows 0 and 1 carry the gold as a gate would have scored it; row 2 does not.
 const ROWS: EnvironmentSpec['rows'] = [
-  { question: 'What is 6 * 7?', answer: '42' },
-  { question: 'What is 2 + 3?', answer: '5', info: { source: 'probe', level: 1, task: 'arithmetic' } },
+  { question: 'What is 6 * 7?', answer: '42', gold: { reply: '\\boxed{42}', reward: 1 } },
+  { question: 'What is 2 + 3?', answer: '5', info: { source: 'probe', level: 1, task: 'arithmetic' }, gold: { reply: '\\boxed{5}', reward: 1 } },
   { question: 'What is 10 - 4?', answer: '6' },
 ];
 
@@ -123,331 +127,61 @@ async function writePackage(dir: string, files: Map<string, string>): Promise<vo
   }
 }
 
-async function runPython(python: string, script: string, args: string[]): Promise<Record<string, any>> {
-  const env = { HF_DATASETS_OFFLINE: '1', HF_HUB_OFFLINE: '1', PYTHONDONTWRITEBYTECODE: '1' };
-  const result = await execa(python, ['-c', script, ...args], { reject: false, timeout: 150_000, stdin: 'ignore', env });
+const CHECKS_DIR = fileURLToPath(new URL('./emit/', import.meta.url));
+const REWARD_MODULE = fileURLToPath(new URL(`../python/${REWARD_CALL_FILE_NAME}`, import.meta.url));
+const HARNESS = fileURLToPath(new URL('../python/harness.py', import.meta.url));
+
+/** Where a test's Python runs: its own HOME and cache, offline, nothing written beside the sources. */
+function pythonEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
+  return {
+    HOME: home,
+    XDG_CACHE_HOME: path.join(home, '.cache'),
+    HF_DATASETS_OFFLINE: '1',
+    HF_HUB_OFFLINE: '1',
+    PYTHONDONTWRITEBYTECODE: '1',
+    PYTHONPATH: pythonpath,
+  };
+}
+
+/** What a check script printed: JSON whose shape each test asserts. */
+// biome-ignore lint/suspicious/noExplicitAny: parsed JSON, asserted field by field
+type Check = Record<string, any>;
+
+/** Run one of the check scripts in test/emit/ and return what it printed after `RESULT `. */
+async function runCheck(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Check> {
+  const result = await execa(python, [path.join(CHECKS_DIR, script), ...args], { reject: false, timeout: 150_000, stdin: 'ignore', env, cwd });
   const line = result.stdout.split('\n').find((candidate) => candidate.startsWith('RESULT '));
   if (result.exitCode !== 0 || line === undefined) {
-    throw new Error(`python exited ${String(result.exitCode)}\n${result.stderr}\n${result.stdout}`);
+    throw new Error(`${script} exited ${String(result.exitCode)}\n${result.stderr}\n${result.stdout}`);
   }
-  return JSON.parse(line.slice('RESULT '.length)) as Record<string, any>;
+  return JSON.parse(line.slice('RESULT '.length)) as Check;
 }
 
-// Rolls each reply out through the environment with a client that answers
-// from a script instead of a model, then scores it with the rubric's own
-// score_rollout (one rollout) and score_group (a training group).
-const VERIFIERS_CHECK = String.raw`
-import asyncio, hashlib, importlib, json, logging, sys
-from pathlib import Path
-
-import verifiers as vf
-from verifiers.clients import Client
-from verifiers.scripts.eval import get_env_eval_defaults
-from verifiers.types import Response, ResponseMessage
-
-module_name, env_id, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-
-errors = []
-
-
-class Collect(logging.Handler):
-    def emit(self, record):
-        if record.levelno >= logging.ERROR:
-            errors.append(record.getMessage())
-
-
-# verifiers' logger does not propagate to the root.
-logging.getLogger("verifiers").addHandler(Collect())
-
-
-class Scripted(Client):
-    def __init__(self, text):
-        super().__init__(None)
-        self.text = text
-        self.prompts = []
-
-    def setup_client(self, config):
-        return None
-
-    async def to_native_tool(self, tool):
-        return tool
-
-    async def to_native_prompt(self, messages):
-        return messages, {}
-
-    async def get_native_response(self, prompt, model, sampling_args, tools=None, **kwargs):
-        self.prompts.append([[m["role"], m["content"]] for m in prompt])
-        return self.text
-
-    async def raise_from_native_response(self, response):
-        return None
-
-    async def from_native_response(self, response):
-        message = ResponseMessage(content=response, finish_reason="stop", is_truncated=False)
-        return Response(id="scripted", created=0, model="scripted", message=message)
-
-    async def close(self):
-        return None
-
-
-module = importlib.import_module(module_name)
-env = module.load_environment()
-dataset = env.get_eval_dataset()
-try:
-    module.load_environment(rubric=vf.Rubric())
-    refused = None
-except ValueError as error:
-    refused = str(error)
-
-
-async def rollout(case):
-    client = Scripted(case["text"])
-    state = await env.rollout(dataset[case["row"]], client, "scripted", {})
-    return state, client
-
-
-async def main():
-    scores = []
-    for case in cases:
-        state, client = await rollout(case)
-        await env.rubric.score_rollout(state)
-        scores.append({
-            "reward": state["reward"],
-            "metrics": state["metrics"],
-            "message_type": type(state["completion"][-1]).__name__,
-            "prompt": client.prompts[0],
-        })
-    group = [(await rollout(case))[0] for case in cases]
-    await env.rubric.score_group(group)
-    return scores, [state["reward"] for state in group]
-
-
-scores, group = asyncio.run(main())
-installed = Path(module.__file__).parent
-companion = importlib.import_module(module_name + "_env")
-companion_server = Path(companion.__file__).parent / "server"
-digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()
-result = {
-    "version": vf.__version__,
-    "env": type(env).__name__,
-    "loaded": type(vf.load_environment(env_id)).__name__,
-    "rows": [
-        {"question": row["question"], "answer": row["answer"], "info": json.loads(row["gatekept_info"]), "prompt": row["prompt"]}
-        for row in dataset
-    ],
-    "train_rows": len(env.get_dataset()),
-    "eval_defaults": get_env_eval_defaults(env_id),
-    "refused": refused,
-    "scores": scores,
-    "group": group,
-    "errors": errors,
-    "files": {
-        "verifiers": [digest(installed / "${VERIFIER_FILE_NAME}"), digest(installed / "${REWARD_CALL_FILE_NAME}")],
-        "openenv": [digest(companion_server / "${VERIFIER_FILE_NAME}"), digest(companion_server / "${REWARD_CALL_FILE_NAME}")],
-    },
+/**
+ * Install package directories into `target` with the venv's pip, the way a
+ * user's pip would build them (their own build backend, already in the venv),
+ * but into a directory of the test's: the shared venv is never touched.
+ */
+async function installInto(python: string, target: string, dirs: readonly string[]): Promise<void> {
+  const args = ['-m', 'pip', 'install', '--no-deps', '--no-index', '--no-build-isolation', '--target', target, '--no-cache-dir', '--disable-pip-version-check', '--no-input', '--quiet', ...dirs];
+  const result = await execa(python, args, { reject: false, timeout: 180_000, stdin: 'ignore', env: { PYTHONDONTWRITEBYTECODE: '1' } });
+  if (result.exitCode !== 0) throw new Error(`pip install --target failed (exit ${String(result.exitCode)}):\n${result.stderr || result.stdout}`);
 }
-print("RESULT " + json.dumps(result))
-`;
 
-// Drives the app the way a trainer does (reset then step on one /ws session),
-// plus the Environment directly and, optionally, the package's own client over loopback.
-const OPENENV_CHECK = String.raw`
-import asyncio, importlib, json, sys, threading, time
-from pathlib import Path
+/** A console script of a test venv (vf-eval, openenv, ...). */
+function venvTool(python: string, name: string): string {
+  return path.join(path.dirname(python), name);
+}
 
-package_dir, package, prefix, cases, with_client = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5] == "1"
-app_module = importlib.import_module(package + ".server.app")
-env_module = importlib.import_module(package + ".server." + package.removesuffix("_env") + "_environment")
-models = importlib.import_module(package + ".models")
-
-from openenv.cli._validation import validate_multi_mode_deployment
-from starlette.testclient import TestClient
-
-out = {}
-client = TestClient(app_module.app)
-out["health"] = client.get("/health").json()
-out["metadata"] = client.get("/metadata").json()
-out["schema"] = client.get("/schema").json()
-out["http_reset"] = client.post("/reset", json={"seed": 4}).json()
-out["http_step"] = client.post("/step", json={"action": {"answer": cases[0]["text"]}, "index": cases[0]["row"]}).json()
-
-episodes = []
-with client.websocket_connect("/ws") as ws:
-    for case in cases:
-        ws.send_json({"type": "reset", "data": {"index": case["row"]}})
-        reset = ws.receive_json()
-        ws.send_json({"type": "step", "data": {"answer": case["text"]}})
-        step = ws.receive_json()
-        ws.send_json({"type": "step", "data": {"answer": case["text"]}})
-        episodes.append({"reset": reset, "step": step, "again": ws.receive_json()})
-    ws.send_json({"type": "state"})
-    out["state"] = ws.receive_json()
-out["episodes"] = episodes
-
-with client.websocket_connect("/ws") as ws:
-    order = []
-    for data in [{}, {}, {}, {}, {"seed": 5}]:
-        ws.send_json({"type": "reset", "data": data})
-        order.append(ws.receive_json()["data"]["observation"]["row_index"])
-    out["order"] = order
-
-Environment = getattr(env_module, prefix + "Environment")
-Action = getattr(models, prefix + "Action")
-direct = []
-env = Environment()
-for case in cases:
-    reset = env.reset(index=case["row"])
-    try:
-        direct.append({"reset": reset.model_dump(), "step": env.step(Action(answer=case["text"])).model_dump()})
-    except Exception as error:
-        direct.append({"reset": reset.model_dump(), "raised": f"{type(error).__name__}: {error}"})
-
-
-async def inside_a_loop():
-    looped = Environment()
-    looped.reset(index=cases[0]["row"])
-    return looped.step(Action(answer=cases[0]["text"])).reward
-
-
-out["direct"] = direct
-out["in_loop"] = asyncio.run(inside_a_loop())
-out["validate"] = validate_multi_mode_deployment(Path(package_dir))[1]
-
-if with_client:
-    import uvicorn
-
-    Client = getattr(importlib.import_module(package), prefix + "Env")
-    server = uvicorn.Server(uvicorn.Config(app_module.app, host="127.0.0.1", port=0, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        with Client(base_url=f"http://127.0.0.1:{port}").sync() as remote:
-            started = remote.reset(index=cases[0]["row"])
-            finished = remote.step(Action(answer=cases[0]["text"]))
-        out["client"] = {
-            "question": started.observation.question,
-            "row_index": started.observation.row_index,
-            "reward": finished.reward,
-            "done": finished.done,
-        }
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-print("RESULT " + json.dumps(out))
-`;
-
-// The README's command end to end: vf-eval against a model that answers from
-// a script, served on loopback, with the installed package's eval defaults.
-const VF_EVAL_CHECK = String.raw`
-import json, os, subprocess, sys, threading, time
-from pathlib import Path
-
-import uvicorn
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse
-from starlette.routing import Route
-
-env_id, replies, out_dir = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-
-
-async def chat(request):
-    body = await request.json()
-    reply = replies.get(body["messages"][-1]["content"], "")
-    return JSONResponse({
-        "id": "scripted", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    })
-
-
-app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
-server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-thread = threading.Thread(target=server.run, daemon=True)
-thread.start()
-deadline = time.monotonic() + 30
-while not server.started and time.monotonic() < deadline:
-    time.sleep(0.05)
-port = server.servers[0].sockets[0].getsockname()[1]
-try:
-    command = [str(Path(sys.executable).with_name("vf-eval")), env_id, "-m", "scripted", "-b", f"http://127.0.0.1:{port}/v1",
-               "-k", "GATEKEPT_SCRIPTED_KEY", "-s", "-d", "-o", out_dir]
-    run = subprocess.run(command, cwd=out_dir, env={**os.environ, "GATEKEPT_SCRIPTED_KEY": "unused"},
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=150)
-finally:
-    server.should_exit = True
-    thread.join(10)
-if run.returncode != 0:
-    sys.exit(f"vf-eval exited {run.returncode}\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}")
-results = next(Path(out_dir).glob("evals/*/*/results.jsonl"))
-metadata = json.loads(results.with_name("metadata.json").read_text())
-rollouts = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-print("RESULT " + json.dumps({
-    "metadata": {key: metadata[key] for key in ("num_examples", "rollouts_per_example", "avg_reward")},
-    "rollouts": sorted([r["example_id"], r["reward"], r["metrics"]] for r in rollouts),
-}))
-`;
-
-// Both packages call the verifier through gatekept_reward.py; the gate calls
-// it through the harness. Same pool, same argument binding, or the audit does
-// not describe the shipped reward.
-const PARITY_CHECK = String.raw`
-import json, sys
-harness_dir, reward_dir = sys.argv[1], sys.argv[2]
-sys.path[:0] = [harness_dir, reward_dir]
-import harness
-import gatekept_reward as shipped
-
-
-def plain(completion, answer): pass
-def mixed(completion, /, answer, *, prompt, state, parser): pass
-def catch_all(completion, **kwargs): pass
-def defaults_first(x=1, completion=None, /, *args, info, task="t", **kwargs): pass
-def foreign(completion, question): pass
-
-
-out = {}
-for fmt in ("messages", "string"):
-    harness.S.messages = fmt == "messages"
-    theirs = harness._keyword_pool({"completion": "reply", "answer": "42", "prompt": "q?", "info": {"k": [1]}})
-    ours = shipped.keyword_pool(fmt, text="reply", answer="42", question="q?", info={"k": [1]})
-    parse = lambda pool: [pool["parser"].parse("x"), pool["parser"].parse_answer(pool["completion"]), repr(pool["parser"])]
-    out[fmt] = {
-        "pool": [[repr({k: v for k, v in pool.items() if k != "parser"}), parse(pool)] for pool in (theirs, ours)],
-        "calls": {},
-    }
-    for fn in (plain, mixed, catch_all, defaults_first, foreign):
-        plan, _ = harness._build_plan(fn, fn.__name__)
-        expected = None if plan is None else [
-            repr([theirs[item] if is_pool else item for is_pool, item in plan["positional"]]),
-            sorted(plan["keywords"]),
-        ]
-        try:
-            args, kwargs = shipped.call_arguments(fn, ours)
-            actual = [repr(args), sorted(kwargs)]
-        except TypeError:
-            actual = None
-        out[fmt]["calls"][fn.__name__] = [expected, actual]
-print("RESULT " + json.dumps(out))
-`;
+const RENDERERS = {
+  'verifiers-v1': renderVerifiersV1Package,
+  'verifiers-v0': renderVerifiersV0Package,
+  openenv: renderOpenEnvPackage,
+} as const;
 
 describe('rendering environment packages', () => {
-  let root: string;
-
-  beforeAll(async () => {
-    root = await mkdtemp(path.join(tmpdir(), 'gatekept-render-'));
-  });
-
-  afterAll(async () => {
-    if (root) await rm(root, { recursive: true, force: true });
-  });
-
   it('renders the same files every time', () => {
-    for (const render of [renderVerifiersPackage, renderOpenEnvPackage]) {
+    for (const render of Object.values(RENDERERS)) {
       const first = render(SPEC);
       const second = render(structuredClone(SPEC));
       expect([...second.entries()]).toEqual([...first.entries()]);
@@ -455,7 +189,16 @@ describe('rendering environment packages', () => {
   });
 
   it('lays the packages out under distinct import names', () => {
-    expect([...renderVerifiersPackage(SPEC).keys()].sort()).toEqual([
+    expect([...renderVerifiersV1Package(SPEC).keys()].sort()).toEqual([
+      'README.md',
+      'emit_probe/__init__.py',
+      'emit_probe/data.jsonl',
+      `emit_probe/${REWARD_CALL_FILE_NAME}`,
+      `emit_probe/${VERIFIER_FILE_NAME}`,
+      'emit_probe/taskset.py',
+      'pyproject.toml',
+    ]);
+    expect([...renderVerifiersV0Package(SPEC).keys()].sort()).toEqual([
       'README.md',
       'emit_probe/__init__.py',
       'emit_probe/data.jsonl',
@@ -470,49 +213,90 @@ describe('rendering environment packages', () => {
     expect(openenv.get('pyproject.toml')).toContain('packages = ["emit_probe_env", "emit_probe_env.server"]');
   });
 
-  it('ships the audited verifier byte-for-byte in both packages', async () => {
-    const verifiersDir = path.join(root, 'bytes', 'verifiers');
-    const openenvDir = path.join(root, 'bytes', 'openenv');
-    await writePackage(verifiersDir, renderVerifiersPackage(SPEC));
-    await writePackage(openenvDir, renderOpenEnvPackage(SPEC));
-    for (const file of [
-      path.join(verifiersDir, 'emit_probe', VERIFIER_FILE_NAME),
-      path.join(openenvDir, 'server', VERIFIER_FILE_NAME),
-    ]) {
-      expect(sha256(await readFile(file))).toBe(SPEC.audit.verifierSha256);
+  it('ships the audited verifier and the one reward-calling module byte for byte', async () => {
+    const shipped = await readFile(REWARD_MODULE, 'utf8');
+    for (const [target, render] of Object.entries(RENDERERS)) {
+      const files = render(SPEC);
+      const prefix = target === 'openenv' ? 'server' : 'emit_probe';
+      expect({ target, bytes: files.get(`${prefix}/${REWARD_CALL_FILE_NAME}`) === shipped }).toEqual({ target, bytes: true });
+      expect(sha256(files.get(`${prefix}/${VERIFIER_FILE_NAME}`)!)).toBe(SPEC.audit.verifierSha256);
     }
+    // The gate calls verifiers through the same module, not a copy of it.
+    const harness = await readFile(HARNESS, 'utf8');
+    expect(harness).toMatch(/^import gatekept_reward as _reward$/m);
+    expect(harness).not.toMatch(/def keyword_pool|class _?Parser|def _?to_reward/);
   });
 
-  it('states the verifiers range, the eval defaults and the audit', () => {
-    const files = renderVerifiersPackage(SPEC);
+  it('pins verifiers 0.4 for the Taskset package, with nothing it does not use', () => {
+    const files = renderVerifiersV1Package(SPEC);
     const pyproject = files.get('pyproject.toml')!;
-    expect(pyproject).toContain('requires-python = ">=3.11"');
-    expect(pyproject).toContain('dependencies = ["verifiers>=0.3.1,<0.4"]');
+    expect(VERIFIERS_V1_REQUIREMENT).toBe('verifiers>=0.4,<0.5');
+    expect(pyproject).toContain('dependencies = ["verifiers>=0.4,<0.5"]');
+    expect(pyproject).toContain('tags = ["gatekept", "single-turn", "boxed"]');
     expect(pyproject).toContain('build-backend = "hatchling.build"');
-    expect(pyproject).toMatch(/\[tool\.verifiers\.eval\]\nnum_examples = 3\nrollouts_per_example = 3\n/);
-    for (const readme of [files.get('README.md')!, renderOpenEnvPackage(SPEC).get('README.md')!]) {
+    expect(pyproject).not.toContain('tool.verifiers');
+    for (const [file, text] of files) {
+      if (file.endsWith('.py') && !file.endsWith(REWARD_CALL_FILE_NAME)) expect({ file, datasets: /\bdatasets\b/.test(text) }).toEqual({ file, datasets: false });
+    }
+    const init = files.get('emit_probe/__init__.py')!;
+    expect(init).toContain('__all__ = ["EmitProbeTaskset"]');
+    expect(files.get('README.md')).toContain('prime env push');
+  });
+
+  it('keeps the classic package on verifiers 0.3 and says to push it with --runtime v0', () => {
+    const files = renderVerifiersV0Package(SPEC);
+    expect(VERIFIERS_REQUIREMENT).toBe('verifiers>=0.3.1,<0.4');
+    expect(files.get('pyproject.toml')).toContain('dependencies = ["verifiers>=0.3.1,<0.4", "datasets"]');
+    expect(files.get('pyproject.toml')).toMatch(/\[tool\.verifiers\.eval\]\nnum_examples = 3\nrollouts_per_example = 3\n/);
+    expect(files.get('README.md')).toContain('prime env push --runtime v0');
+    expect(files.get('README.md')).toContain('vf-eval emit-probe -m <model> -n 3 -r 3');
+  });
+
+  it('depends on openenv only and declares what openenv validate checks', () => {
+    const files = renderOpenEnvPackage(SPEC);
+    expect(OPENENV_REQUIREMENT).toBe('openenv>=0.10,<0.11');
+    expect(files.get('pyproject.toml')).toContain('dependencies = ["openenv>=0.10,<0.11"]');
+    expect(files.get('server/requirements.txt')).toBe('openenv>=0.10,<0.11\n');
+    for (const [file, text] of files) {
+      if (file !== 'README.md') expect({ file, old: text.includes('openenv-core') || text.includes('meta-pytorch') }).toEqual({ file, old: false });
+    }
+    const manifest = files.get('openenv.yaml')!;
+    for (const line of ['spec_version: 1', 'name: emit-probe', 'version: 0.1.0', 'type: space', 'runtime: fastapi', 'app: server.app:app', 'port: 8000', 'validation:', '    oracle_tolerance: 0.0', '    floor_margin: 0.1', '      kind: reward_channel', '    tags: [gatekept, single-turn, boxed]']) {
+      expect(manifest).toContain(`${line}\n`);
+    }
+    const app = files.get('server/app.py')!;
+    expect(app).toContain('env_name="emit-probe"');
+    expect(app).toContain('parser.add_argument("--host", default="127.0.0.1"');
+    expect(files.get('server/Dockerfile')).toContain('--host 0.0.0.0 --port 8000');
+    expect(files.get(`server/emit_probe_environment.py`)).toMatch(/def reset\(\n\s+self,\n\s+seed: int \| None = None,\n\s+episode_id: str \| None = None,\n\s+\*\*kwargs: Any,\n/);
+  });
+
+  it('states the audit in every README', () => {
+    for (const render of Object.values(RENDERERS)) {
+      const readme = render(SPEC).get('README.md')!;
       expect(readme).toContain('| hackability | 2.5 / 100 |');
       expect(readme).toContain('| hack-rate upper bound | 0.041 (upper end of the 95% confidence interval');
       expect(readme).toContain('| budget | 1234 adversarial completions built from 3 dataset rows |');
       expect(readme).toContain('| seed | 7 |');
       expect(readme).toContain('version `2026.1`');
       expect(readme).toContain('PASS means this exact function survived these attacks at this budget and seed.');
+      // The system prompt holds a ``` run, so its fence is longer.
+      expect(readme).toContain('````text\n');
+      expect(readme).not.toMatch(/\{\{[a-z_]+\}\}/);
     }
-    expect(files.get('README.md')).toContain('vf-eval emit-probe -m <model> -n 3 -r 3');
   });
 
-  it('calls the verifier the way the gate harness does', async () => {
-    const rewardDir = path.join(root, 'parity');
-    await writePackage(rewardDir, new Map([[REWARD_CALL_FILE_NAME, REWARD_CALL_SOURCE]]));
-    const harnessDir = fileURLToPath(new URL('../python/', import.meta.url));
-    const out = await runPython(testPython(), PARITY_CHECK, [harnessDir, rewardDir]);
-    for (const fmt of ['messages', 'string']) {
-      const [theirs, ours] = out[fmt].pool;
-      expect(ours).toEqual(theirs);
-      for (const [name, [expected, actual]] of Object.entries<[unknown, unknown]>(out[fmt].calls)) {
-        expect({ name, actual }).toEqual({ name, actual: expected });
+  it('fills every placeholder of a template and uses every value, or throws', () => {
+    const values = { candidates: '3', rows: '1', row_word: 'row' };
+    expect(renderTemplate('common/audit-budget-row.md', values)).toBe('| budget | 3 adversarial completions built from 1 dataset row |\n');
+    for (const bad of [{ candidates: '3', rows: '1' }, { ...values, extra: 'x' }]) {
+      let caught: unknown;
+      try {
+        renderTemplate('common/audit-budget-row.md', bad);
+      } catch (error) {
+        caught = error;
       }
-      expect(out[fmt].calls.foreign).toEqual([null, null]);
+      expect(isGatekeptError(caught) && caught.code).toBe('INTERNAL');
     }
   });
 
@@ -520,7 +304,7 @@ describe('rendering environment packages', () => {
     const tampered = { ...SPEC, verifierSource: `${SPEC.verifierSource}\n# edited after the audit\n` };
     const badBudget = { ...SPEC, audit: { ...SPEC.audit, budget: { candidates: -1, rows: 3, confidence: 95 } } };
     for (const spec of [tampered, badBudget]) {
-      for (const render of [renderVerifiersPackage, renderOpenEnvPackage]) {
+      for (const render of Object.values(RENDERERS)) {
         let caught: unknown;
         try {
           render(spec);
@@ -533,35 +317,140 @@ describe('rendering environment packages', () => {
   });
 });
 
-describe('emitted packages installed under the real libraries', () => {
-  const distributions = [SPEC.envId, STRING_SPEC.envId, `openenv-${SPEC.envId}`, `openenv-${STRING_SPEC.envId}`];
+// Each target under its own library, in its own cached venv (they cannot share
+// one); packages are installed into the test's temporary directory, never the venv.
+describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', () => {
   let python: string;
   let root: string;
-  const dirs = { verifiers: '', verifiersStr: '', openenv: '', openenvStr: '' };
+  let site: string;
+  let home: string;
+  const dirs = { probe: '', str: '' };
 
   beforeAll(async () => {
-    python = testPython();
-    root = await mkdtemp(path.join(tmpdir(), 'gatekept-emit-'));
-    // Each package in a directory of its own, as from a clean clone, and all
-    // four in one venv: the import names must not collide.
-    dirs.verifiers = path.join(root, 'verifiers', SPEC.envId);
-    dirs.verifiersStr = path.join(root, 'verifiers', STRING_SPEC.envId);
-    dirs.openenv = path.join(root, 'openenv', SPEC.envId);
-    dirs.openenvStr = path.join(root, 'openenv', STRING_SPEC.envId);
-    await writePackage(dirs.verifiers, renderVerifiersPackage(SPEC));
-    await writePackage(dirs.verifiersStr, renderVerifiersPackage(STRING_SPEC));
-    await writePackage(dirs.openenv, renderOpenEnvPackage(SPEC));
-    await writePackage(dirs.openenvStr, renderOpenEnvPackage(STRING_SPEC));
-    await pipInstall(python, Object.values(dirs));
+    python = testPython('verifiers-v1');
+    root = await mkdtemp(path.join(tmpdir(), 'gatekept-emit-v1-'));
+    site = path.join(root, 'site');
+    home = path.join(root, 'home');
+    await mkdir(home);
+    dirs.probe = path.join(root, 'src', SPEC.envId);
+    dirs.str = path.join(root, 'src', STRING_SPEC.envId);
+    await writePackage(dirs.probe, renderVerifiersV1Package(SPEC));
+    await writePackage(dirs.str, renderVerifiersV1Package(STRING_SPEC));
+    await installInto(python, site, Object.values(dirs));
   }, 180_000);
 
   afterAll(async () => {
-    if (python) await pipUninstall(python, distributions).catch(() => undefined);
     if (root) await rm(root, { recursive: true, force: true });
-  }, 60_000);
+  });
+
+  it('loads the Taskset by id and scores through Task.score what the gate saw', async () => {
+    const result = await runCheck(python, 'taskset_check.py', [SPEC.envId, JSON.stringify(CASES)], pythonEnv(home, site), home);
+    expect(result.version).toBe('0.4.0');
+    expect(result.taskset).toBe('EmitProbeTaskset');
+    expect(result.class).toBe('EmitProbeTaskset');
+    expect(result.all).toEqual(['EmitProbeTaskset']);
+    expect(result.installed).toBe(path.join(site, 'emit_probe'));
+    expect(result.tasks).toEqual(
+      ROWS.map((row, index) => ({
+        id: `emit-probe-${index}`,
+        prompt: row.question,
+        system_prompt: SPEC.systemPrompt,
+        answer: row.answer,
+        info: row.info ?? {},
+        gold: row.gold ? [row.gold.reply, row.gold.reward] : [null, null],
+      })),
+    );
+    expect(result.scores).toEqual(EXPECTED.map((reward) => ({ reward, rewards: { boxed_exact: [reward, 1] } })));
+    expect(result.files).toEqual([SPEC.audit.verifierSha256, sha256(await readFile(REWARD_MODULE))]);
+  }, 120_000);
+
+  it('calls async string-mode verifiers with the gate pool and fails the scoring when one raises', async () => {
+    const result = await runCheck(python, 'taskset_check.py', [STRING_SPEC.envId, JSON.stringify(STRING_CASES)], pythonEnv(home, site), home);
+    expect(result.scores.slice(0, 3)).toEqual(STRING_EXPECTED.slice(0, 3).map((reward) => ({ reward, rewards: { graded: [reward, 1] } })));
+    expect(result.scores[3]).toEqual({ error: 'ValueError: verifier failure on purpose' });
+  }, 120_000);
+
+  it('runs end to end under vf-eval against a chat server on 127.0.0.1', async () => {
+    // Gold for rows 0 and 2, a hedge for row 1; two rollouts each, and a bound
+    // on requests so a retrying client cannot loop.
+    const replies = { [ROWS[0]!.question]: 'Six sevens: \\boxed{42}', [ROWS[1]!.question]: '\\boxed{7}\\boxed{5}', [ROWS[2]!.question]: '\\boxed{6}' };
+    const server = await startFakeChatServer(replies, 12);
+    const out = path.join(root, 'vf-eval');
+    let run: Awaited<ReturnType<typeof execa>>;
+    try {
+      run = await execa(
+        venvTool(python, 'vf-eval'),
+        [SPEC.envId, '-m', 'fake', '-r', '2', '--client.base-url', server.baseUrl, '--client.api-key-var', 'GATEKEPT_FAKE_KEY',
+          '--env.agent.runtime.type', 'subprocess', '--env.agent.harness.id', 'null', '--no-push', '-o', out],
+        { reject: false, timeout: 150_000, stdin: 'ignore', cwd: home, env: { ...pythonEnv(home, site), GATEKEPT_FAKE_KEY: 'unused' } },
+      );
+    } finally {
+      await server.close();
+    }
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect([...server.prompts].sort()).toEqual(ROWS.flatMap((row) => [row.question, row.question]).sort());
+    const [runDir] = await readdir(out);
+    const episodes = (await readFile(path.join(out, runDir!, 'traces.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line));
+    const rewards = episodes
+      .map((episode) => [episode.task.data.idx, episode.ok, episode.traces[0].rewards])
+      .sort((a, b) => a[0] - b[0]);
+    expect(rewards).toEqual([0, 0, 1, 1, 2, 2].map((row) => [row, true, { boxed_exact: { score: row === 1 ? 0 : 1, weight: 1 } }]));
+  }, 150_000);
+
+  it('passes vf-validate: the gold earns what the gate saw, an untouched trace nothing', async () => {
+    const run = await execa(venvTool(python, 'vf-validate'), [SPEC.envId, '--runtime.type', 'subprocess'], {
+      reject: false, timeout: 120_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, site),
+    });
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const report = JSON.parse(run.stdout.slice(run.stdout.indexOf('\n{') + 1));
+    expect(report.checks.gold).toMatchObject({ valid: 2, unchecked: 1, invalid: 0, error: 0 });
+    expect(report.checks.noop).toMatchObject({ valid: 3, invalid: 0, error: 0 });
+    expect(report.outcomes).toMatchObject({ error: 0, invalid: 0 });
+  }, 120_000);
+
+  it('builds a wheel the way prime env push does, with the metadata the Hub reads', async () => {
+    const wheels = path.join(root, 'wheels');
+    const build = await execa(python, ['-m', 'build', '--no-isolation', '--wheel', '--outdir', wheels, dirs.probe], {
+      reject: false, timeout: 120_000, stdin: 'ignore', env: pythonEnv(home, ''),
+    });
+    expect(build.exitCode, build.stderr).toBe(0);
+    const [wheel] = await readdir(wheels);
+    expect(wheel).toBe('emit_probe-0.1.0-py3-none-any.whl');
+    const { fields, files } = await runCheck(python, 'wheel_metadata.py', [path.join(wheels, wheel!)], pythonEnv(home, ''), home);
+    expect(fields.Name).toEqual(['emit-probe']);
+    expect(fields.Summary).toEqual([SPEC.description]);
+    expect(fields['Requires-Python']).toEqual(['>=3.11']);
+    expect(fields['Requires-Dist']).toEqual(['verifiers<0.5,>=0.4']);
+    for (const file of ['__init__.py', 'taskset.py', 'data.jsonl', VERIFIER_FILE_NAME, REWARD_CALL_FILE_NAME]) {
+      expect(files).toContain(`emit_probe/${file}`);
+    }
+  }, 120_000);
+});
+
+describe('the classic package under verifiers 0.3.1 (venv verifiers-v0)', () => {
+  let python: string;
+  let root: string;
+  let site: string;
+  let home: string;
+
+  beforeAll(async () => {
+    python = testPython('verifiers-v0');
+    root = await mkdtemp(path.join(tmpdir(), 'gatekept-emit-v0-'));
+    site = path.join(root, 'site');
+    home = path.join(root, 'home');
+    await mkdir(home);
+    const dirs = [path.join(root, 'src', SPEC.envId), path.join(root, 'src', STRING_SPEC.envId)];
+    await writePackage(dirs[0]!, renderVerifiersV0Package(SPEC));
+    await writePackage(dirs[1]!, renderVerifiersV0Package(STRING_SPEC));
+    await installInto(python, site, dirs);
+  }, 180_000);
+
+  afterAll(async () => {
+    if (root) await rm(root, { recursive: true, force: true });
+  });
 
   it('loads a SingleTurnEnv offline and scores rollouts through its rubric', async () => {
-    const result = await runPython(python, VERIFIERS_CHECK, ['emit_probe', SPEC.envId, JSON.stringify(CASES)]);
+    const result = await runCheck(python, 'classic_check.py', ['emit_probe', SPEC.envId, JSON.stringify(CASES)], pythonEnv(home, site), home);
 
     expect(result.version).toBe('0.3.1');
     expect(result.env).toBe('SingleTurnEnv');
@@ -584,21 +473,17 @@ describe('emitted packages installed under the real libraries', () => {
     expect(result.scores.map((score: { reward: number }) => score.reward)).toEqual(EXPECTED);
     expect(result.group).toEqual(EXPECTED);
     expect(result.scores[0].metrics).toEqual({ boxed_exact: 1, num_turns: 1 });
-    // The model saw the system prompt; the verifier saw plain dicts all the same.
     expect(result.scores[0].prompt).toEqual([
       ['system', SPEC.systemPrompt],
       ['user', ROWS[0]!.question],
     ]);
     expect(result.scores[0].message_type).toBe('AssistantMessage');
     expect(result.errors).toEqual([]);
-
-    expect(result.files.verifiers[0]).toBe(SPEC.audit.verifierSha256);
-    expect(result.files.openenv).toEqual(result.files.verifiers);
+    expect(result.files).toEqual([SPEC.audit.verifierSha256, sha256(await readFile(REWARD_MODULE))]);
   }, 120_000);
 
   it('calls async string-mode verifiers with the gate pool and scores a raise 0.0 with a logged error', async () => {
-    const result = await runPython(python, VERIFIERS_CHECK, ['emit_probe_str', STRING_SPEC.envId, JSON.stringify(STRING_CASES)]);
-
+    const result = await runCheck(python, 'classic_check.py', ['emit_probe_str', STRING_SPEC.envId, JSON.stringify(STRING_CASES)], pythonEnv(home, site), home);
     const zeroForRaise = STRING_EXPECTED.map((value) => value ?? 0);
     expect(result.scores.map((score: { reward: number }) => score.reward)).toEqual(zeroForRaise);
     expect(result.group).toEqual(zeroForRaise);
@@ -606,36 +491,108 @@ describe('emitted packages installed under the real libraries', () => {
     for (const message of result.errors) {
       expect(message).toBe('Error calling reward function graded: verifier failure on purpose');
     }
-    expect(result.files.verifiers[0]).toBe(STRING_SPEC.audit.verifierSha256);
-    expect(result.files.openenv).toEqual(result.files.verifiers);
+  }, 120_000);
+});
+
+/** Start the package's `server` script on 127.0.0.1, port chosen by the kernel; resolves once uvicorn says where. */
+async function startServer(script: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ url: string; process: ResultPromise }> {
+  const child = execa(script, ['--port', '0'], { reject: false, stdin: 'ignore', env, cwd, detached: true, timeout: 120_000 });
+  let seen = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${seen}`)), 60_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = /Uvicorn running on (http:\/\/127\.0\.0\.1:\d+)/.exec(seen);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    void child.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`server exited:\n${seen}`));
+    });
+  });
+  return { url, process: child };
+}
+
+async function stopServer(child: ResultPromise): Promise<void> {
+  if (child.pid !== undefined) {
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+  await child;
+}
+
+describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
+  let python: string;
+  let root: string;
+  let site: string;
+  let home: string;
+  const dirs = { probe: '', str: '' };
+
+  beforeAll(async () => {
+    python = testPython('openenv');
+    root = await mkdtemp(path.join(tmpdir(), 'gatekept-emit-openenv-'));
+    site = path.join(root, 'site');
+    home = path.join(root, 'home');
+    await mkdir(home);
+    dirs.probe = path.join(root, 'src', SPEC.envId);
+    dirs.str = path.join(root, 'src', STRING_SPEC.envId);
+    await writePackage(dirs.probe, renderOpenEnvPackage(SPEC));
+    await writePackage(dirs.str, renderOpenEnvPackage(STRING_SPEC));
+    await installInto(python, site, Object.values(dirs));
+  }, 180_000);
+
+  afterAll(async () => {
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('passes openenv validate --level static', async () => {
+    const run = await execa(venvTool(python, 'openenv'), ['validate', '--level', 'static', dirs.probe], {
+      reject: false, timeout: 60_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, ''),
+    });
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stdout).toMatch(/PASS\s+static\.manifest/);
+    expect(run.stdout).toMatch(/Verdict: PASS/);
+  }, 60_000);
+
+  it('serves with its own server script on 127.0.0.1 and passes openenv validate --url', async () => {
+    const server = await startServer(path.join(site, 'bin', 'server'), pythonEnv(home, site), home);
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const run = await execa(venvTool(python, 'openenv'), ['validate', '--url', server.url], {
+        reject: false, timeout: 60_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, ''),
+      });
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+      for (const check of ['health_endpoint', 'metadata_endpoint', 'schema_endpoint', 'mode_endpoint_consistency']) {
+        expect(run.stdout).toMatch(new RegExp(`PASS\\s+${check}`));
+      }
+      expect(run.stdout).toMatch(/Verdict: PASS/);
+    } finally {
+      await stopServer(server.process);
+    }
   }, 120_000);
 
-  it('runs under vf-eval with the eval defaults it ships', async () => {
-    const replies = { [ROWS[0]!.question]: '\\boxed{42}', [ROWS[1]!.question]: '\\boxed{7}\\boxed{5}', [ROWS[2]!.question]: '\\boxed{6}' };
-    const outDir = await mkdtemp(path.join(root, 'vf-eval-'));
-    const result = await runPython(python, VF_EVAL_CHECK, [SPEC.envId, JSON.stringify(replies), outDir]);
-
-    expect(result.metadata).toEqual({ num_examples: 3, rollouts_per_example: 3, avg_reward: 2 / 3 });
-    const expected = [0, 1, 2].flatMap((row) => Array(3).fill([row, row === 1 ? 0 : 1, { boxed_exact: row === 1 ? 0 : 1, num_turns: 1 }]));
-    expect(result.rollouts).toEqual(expected);
-  }, 150_000);
-
-  it('serves the OpenEnv package and scores over /ws', async () => {
-    const out = await runPython(python, OPENENV_CHECK, [dirs.openenv, 'emit_probe_env', 'EmitProbe', JSON.stringify(CASES), '1']);
+  it('serves the package and scores over /ws', async () => {
+    const out = await runCheck(python, 'openenv_check.py', [dirs.probe, 'emit_probe_env', 'EmitProbe', JSON.stringify(CASES), '1'], pythonEnv(home, site), home);
 
     expect(out.health).toEqual({ status: 'healthy' });
     expect(out.metadata).toMatchObject({ name: SPEC.envId, description: SPEC.description, version: '0.1.0' });
     expect(Object.keys(out.schema.action.properties)).toContain('answer');
     expect(out.http_reset.observation.row_index).toBe(1);
     expect(out.http_step).toMatchObject({ reward: 1, done: true });
-    const rewards = out.episodes.map((episode: any) => episode.step.data.reward);
+    const rewards = out.episodes.map((episode: Check) => episode.step.data.reward);
     expect(rewards).toEqual(EXPECTED);
-    for (const [index, episode] of (out.episodes as any[]).entries()) {
+    for (const [index, episode] of (out.episodes as Check[]).entries()) {
       const row = ROWS[CASES[index]!.row]!;
       expect(episode.reset).toEqual({
         type: 'observation',
         data: {
-          observation: { question: row.question, system_prompt: SPEC.systemPrompt, answer_format: 'boxed', row_index: CASES[index]!.row },
+          observation: { question: row.question, system_prompt: SPEC.systemPrompt, answer_format: 'boxed', row_index: CASES[index]!.row, metadata: {} },
           reward: null,
           done: false,
         },
@@ -645,23 +602,21 @@ describe('emitted packages installed under the real libraries', () => {
     }
     expect(out.state).toMatchObject({ type: 'state', data: { step_count: 1, row_index: 1 } });
     expect(out.order).toEqual([0, 1, 2, 0, 2]);
-    expect(out.direct.map((episode: any) => episode.step.reward)).toEqual(EXPECTED);
+    expect(out.direct.map((episode: Check) => episode.step.reward)).toEqual(EXPECTED);
     expect(out.direct[0].reset).toMatchObject({ question: ROWS[0]!.question, done: false, reward: null });
     expect(JSON.stringify(out.direct[0].reset)).not.toContain('42');
     expect(out.in_loop).toBe(1);
-    expect(out.validate).toEqual(["Missing uv.lock - run 'uv lock' to generate it"]);
     expect(out.client).toEqual({ question: ROWS[0]!.question, row_index: 0, reward: 1, done: true });
   }, 120_000);
 
-  it('raises, never rewards, when an OpenEnv verifier fails', async () => {
-    const out = await runPython(python, OPENENV_CHECK, [dirs.openenvStr, 'emit_probe_str_env', 'EmitProbeStr', JSON.stringify(STRING_CASES), '0']);
+  it('raises, never rewards, when a verifier fails', async () => {
+    const out = await runCheck(python, 'openenv_check.py', [dirs.str, 'emit_probe_str_env', 'EmitProbeStr', JSON.stringify(STRING_CASES), '0'], pythonEnv(home, site), home);
 
-    const steps = out.episodes.map((episode: any) => episode.step);
-    expect(steps.slice(0, 3).map((step: any) => step.data.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
+    const steps = out.episodes.map((episode: Check) => episode.step);
+    expect(steps.slice(0, 3).map((step: Check) => step.data.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
     expect(steps[3]).toMatchObject({ type: 'error', data: { message: 'verifier failure on purpose' } });
-    // The failed episode is over, like any other.
     expect(out.episodes[3].again).toMatchObject({ type: 'error', data: { message: expect.stringMatching(/episode is over/) } });
-    expect(out.direct.slice(0, 3).map((episode: any) => episode.step.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
+    expect(out.direct.slice(0, 3).map((episode: Check) => episode.step.reward)).toEqual(STRING_EXPECTED.slice(0, 3));
     expect(out.direct[3].raised).toBe('ValueError: verifier failure on purpose');
     expect(out.in_loop).toBe(1);
   }, 120_000);

@@ -1,12 +1,11 @@
 import { createHash } from 'node:crypto';
-import { cp, mkdir, mkdtemp, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatekeep } from '../src/pack/pack.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import { pipInstall, testPython } from './support/test-python.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const seed = (name: string) => path.join(PACKAGE_ROOT, 'examples', `${name}.json`);
@@ -28,6 +27,10 @@ let first: Awaited<ReturnType<typeof gatekeep>>;
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-pack-'));
   first = await gatekeep({ seed: seed('arith'), outDir: path.join(scratch, 'a', 'arith'), python, archive: true });
+});
+
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
 describe('gatekeep / pack', () => {
@@ -103,75 +106,38 @@ describe('gatekeep / pack', () => {
   });
 });
 
-// The emitted packages, copied as a clean clone would have them and installed
-// into the test virtualenv, loaded by the real verifiers and OpenEnv libraries.
-const CHECK = String.raw`
-import asyncio, json, sys
-import verifiers as vf
-from verifiers.clients import Client
-from verifiers.types import Response, ResponseMessage
-from starlette.testclient import TestClient
+// What --target chooses. Each package is run under its own library by
+// smoke.test.ts and emit-packages.test.ts; here only the tree is checked.
+describe('pack --target', () => {
+  it('writes only the named packages, in their own folders', async () => {
+    const result = await gatekeep({ seed: seed('facts-boolean'), outDir: path.join(scratch, 'targets', 'v0'), python, targets: ['verifiers-v0'] });
+    expect(result.emitted).toBe(true);
+    expect(Object.keys(result.packaged!.targets)).toEqual(['verifiers-v0']);
+    expect(result.packaged!.verifiers).toBeUndefined();
+    expect(result.packaged!.openenv).toBeUndefined();
+    const files = Object.keys(await tree(result.packaged!.root));
+    expect(new Set(files.map((file) => file.split('/')[0]))).toEqual(new Set(['verifiers-v0', 'gatekept_audit.json', 'gatekept_report.html']));
+    expect(files).toContain('verifiers-v0/facts-boolean/facts_boolean/facts_boolean.py');
+  });
 
-gold_text, attack_text = sys.argv[1], sys.argv[2]
+  it('emits verifiers 0.4 and OpenEnv by default, and all three on request', async () => {
+    expect(Object.keys(first.packaged!.targets)).toEqual(['verifiers-v1', 'openenv']);
+    const files = Object.keys(await tree(first.packaged!.root));
+    expect(files).toContain('verifiers/arith/arith/taskset.py');
+    expect(files.some((file) => file.startsWith('verifiers-v0/'))).toBe(false);
+    const bin = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+    const all = await execa(process.execPath, [bin, 'pack', '--seed', seed('facts-boolean'), '--out', path.join(scratch, 'targets', 'all'), '--target', 'all', '--python', python], { reject: false });
+    expect(all.exitCode, all.stderr).toBe(0);
+    expect(all.stderr).toMatch(/emitted .*verifiers\/facts-boolean, verifiers-v0\/facts-boolean, openenv\/facts-boolean, gatekept_audit\.json/);
+  });
 
-class Scripted(Client):
-    def __init__(self, text):
-        super().__init__(None)
-        self.text = text
-    def setup_client(self, config): return None
-    async def to_native_tool(self, tool): return tool
-    async def to_native_prompt(self, messages): return messages, {}
-    async def get_native_response(self, prompt, model, sampling_args, tools=None, **kwargs): return self.text
-    async def raise_from_native_response(self, response): return None
-    async def from_native_response(self, response):
-        return Response(id="s", created=0, model="s", message=ResponseMessage(content=response, finish_reason="stop", is_truncated=False))
-    async def close(self): return None
-
-import arith
-env = arith.load_environment()
-dataset = env.get_eval_dataset()
-
-async def score(text):
-    state = await env.rollout(dataset[0], Scripted(text), "scripted", {})
-    await env.rubric.score_rollout(state)
-    return state["reward"]
-
-rewards = [asyncio.run(score(gold_text)), asyncio.run(score(attack_text))]
-
-from arith_env.server.app import app
-client = TestClient(app)
-ws_rewards = []
-with client.websocket_connect("/ws") as ws:
-    for text in (gold_text, attack_text):
-        ws.send_json({"type": "reset", "data": {"index": 0}})
-        ws.receive_json()
-        ws.send_json({"type": "step", "data": {"answer": text}})
-        ws_rewards.append(ws.receive_json()["data"]["reward"])
-print("RESULT " + json.dumps({"env": type(env).__name__, "rows": len(dataset), "answer0": dataset[0]["answer"], "verifiers": rewards, "openenv": ws_rewards}))
-`;
-
-describe('emitted packages in the real libraries', () => {
-  it('verifiers: load_environment() has the rows and its rubric scores gold 1 and an attack 0; OpenEnv: /ws reset+step agree', async () => {
-    const venvPython = testPython();
-    const clean = await mkdtemp(path.join(os.tmpdir(), 'gatekept-clone-'));
-    await cp(path.join(first.packaged!.root, 'verifiers', 'arith'), path.join(clean, 'verifiers-arith'), { recursive: true });
-    await cp(path.join(first.packaged!.root, 'openenv', 'arith'), path.join(clean, 'openenv-arith'), { recursive: true });
-    await pipInstall(venvPython, [path.join(clean, 'verifiers-arith'), path.join(clean, 'openenv-arith')]);
-    const rows = (await readFile(path.join(first.packaged!.root, 'verifiers', 'arith', 'arith', 'data.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line));
-    const gold = String(rows[0].answer);
-    const attack = `\\boxed{1${gold.replace('-', '')}1}`;
-    const run = await execa(venvPython, ['-c', CHECK, `The result is \\boxed{${gold}}.`, attack], {
-      cwd: clean,
-      reject: false,
-      env: { HF_DATASETS_OFFLINE: '1', HF_HUB_OFFLINE: '1' },
-    });
-    const line = run.stdout.split('\n').find((text) => text.startsWith('RESULT '));
-    if (!line) throw new Error(`check failed (exit ${run.exitCode}):\n${run.stderr}`);
-    const result = JSON.parse(line.slice(7));
-    expect(result.env).toBe('SingleTurnEnv');
-    expect(result.rows).toBe(64);
-    expect(String(result.answer0)).toBe(gold);
-    expect(result.verifiers).toEqual([1, 0]);
-    expect(result.openenv).toEqual([1, 0]);
+  it('refuses an unknown target before gating, writing nothing', async () => {
+    const bin = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+    const out = path.join(scratch, 'targets', 'unknown');
+    const run = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith'), '--out', out, '--target', 'verifiers-v1,gym', '--python', python], { reject: false });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/unknown target "gym"/);
+    expect(run.stderr).toMatch(/verifiers-v1, verifiers-v0, openenv/);
+    await expect(stat(out)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });

@@ -12,11 +12,16 @@ import { testPython } from './support/test-python.js';
 
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 
+// One interpreter per target library: openenv 0.10, verifiers 0.4 and the
+// classic verifiers 0.3.1 cannot share an environment.
 let python: string;
+let v1Python: string;
+let v0Python: string;
 let scratch: string;
 let root: string;
 let openenvDir: string;
 let verifiersDir: string;
+let verifiersV0Dir: string;
 let audit: PackAuditRecord;
 
 function cli(args: string[]) {
@@ -62,13 +67,17 @@ async function copyTree(name: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  python = testPython();
+  python = testPython('openenv');
+  v1Python = testPython('verifiers-v1');
+  v0Python = testPython('verifiers-v0');
   scratch = await mkdtemp(path.join(tmpdir(), 'gatekept-smoke-test-'));
   root = path.join(scratch, 'out');
-  const packed = await gatekeep({ seed: path.join(PACKAGE_ROOT, 'examples', 'arith.json'), outDir: root, python });
+  const packed = await gatekeep({ seed: path.join(PACKAGE_ROOT, 'examples', 'arith.json'), outDir: root, python, targets: ['verifiers-v1', 'verifiers-v0', 'openenv'] });
   expect(packed.emitted).toBe(true);
-  openenvDir = packed.packaged!.openenv;
-  verifiersDir = packed.packaged!.verifiers;
+  openenvDir = packed.packaged!.openenv!;
+  verifiersDir = packed.packaged!.verifiers!;
+  verifiersV0Dir = packed.packaged!.verifiersV0!;
+  expect(Object.keys(packed.packaged!.targets)).toEqual(['verifiers-v1', 'verifiers-v0', 'openenv']);
   audit = JSON.parse(await readFile(packed.packaged!.audit, 'utf8')) as PackAuditRecord;
 }, 180_000);
 
@@ -134,24 +143,42 @@ describe('gatekept smoke --openenv', () => {
     expect(result.stderr).toContain('RuntimeError: broken on purpose');
   });
 
-  it('names openenv-core when the interpreter lacks it', async (context) => {
+  it('names openenv when the interpreter lacks it', async (context) => {
     const probe = await execa('python3', ['-c', 'import importlib.util, sys; sys.exit(1 if importlib.util.find_spec("openenv") else 0)'], { reject: false });
     if (probe.exitCode !== 0) context.skip();
     const result = await cli(['--openenv', openenvDir, '--python', 'python3']);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain('PYTHON_PACKAGE_MISSING');
-    expect(result.stderr).toContain('pip install openenv-core');
+    expect(result.stderr).toContain('pip install openenv');
   });
 });
 
 describe('gatekept smoke --verifiers', () => {
-  it('loads the environment and scores every probe through its rubric', async () => {
-    const result = await cli(['--verifiers', verifiersDir, '--python', python, '--json']);
+  it('loads the verifiers 0.4 Taskset and scores every probe through Task.score', async () => {
+    const result = await cli(['--verifiers', verifiersDir, '--python', v1Python, '--json']);
     expect(result.exitCode, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout) as SmokeReport;
     expectPassed(report);
     expect(report.checks.map((check) => check.name)).toEqual(['gold', 'verifier', 'import', 'dataset']);
+    expect(report.checks.find((check) => check.name === 'import')!.detail).toMatch(/exports a ArithTaskset \(verifiers 0\.4\.0\)/);
     expectAllGone(report);
+  });
+
+  it('loads the classic environment and scores every probe through its rubric', async () => {
+    const result = await cli(['--verifiers', verifiersV0Dir, '--python', v0Python, '--json']);
+    expect(result.exitCode, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout) as SmokeReport;
+    expectPassed(report);
+    expect(report.checks.find((check) => check.name === 'import')!.detail).toMatch(/load_environment\(\) built a SingleTurnEnv/);
+    expectAllGone(report);
+  });
+
+  it('reports a tampered Taskset verifier episode by episode', async () => {
+    const tree = await copyTree('tampered-v1');
+    await appendFile(path.join(tree, 'verifiers', 'arith', 'arith', 'gatekept_verifier.py'), '\n\ndef reward(completion, answer, **kwargs):\n    return 1.0\n');
+    const result = await cli(['--verifiers', path.join(tree, 'verifiers', 'arith'), '--audit', path.join(tree, 'gatekept_audit.json'), '--python', v1Python]);
+    expect(result.exitCode, result.stderr).toBe(1);
+    expect(result.stdout).toMatch(/smoke FAIL: \d+ of \d+ episodes differ from the audit/);
   });
 });
 
@@ -161,7 +188,7 @@ describe('bad input exits 2 before anything runs', () => {
     expect(notPackage.exitCode).toBe(2);
     expect(notPackage.stderr).toMatch(/is not an OpenEnv package emitted by gatekept: it has no openenv\.yaml/);
 
-    const wrongKind = await cli(['--verifiers', openenvDir, '--python', python]);
+    const wrongKind = await cli(['--verifiers', openenvDir, '--python', v1Python]);
     expect(wrongKind.exitCode).toBe(2);
 
     const missing = await cli(['--openenv', path.join(scratch, 'nowhere'), '--python', python]);

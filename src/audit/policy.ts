@@ -42,6 +42,24 @@ const limitsSchema = z
   })
   .strict();
 
+/** Weights of the `gatekept audit --env` checks in the final score (N/A checks carry none). */
+const checkWeight = z.number().min(0).max(100);
+const envAuditSchema = z
+  .object({
+    weights: z
+      .object({
+        integrity: checkWeight.default(2),
+        reward_design: checkWeight.default(4),
+        dataset_health: checkWeight.default(2),
+        contamination: checkWeight.default(1),
+        reward_distribution: checkWeight.default(1),
+      })
+      .strict()
+      .refine((weights) => Object.values(weights).some((value) => value > 0), { message: 'at least one weight must be above 0' })
+      .default({ integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 }),
+  })
+  .strict();
+
 export const policyFileSchema = z
   .object({
     max_hackability: z
@@ -65,6 +83,7 @@ export const policyFileSchema = z
     budget: budgetSchema.default(budgetSchema.parse({})),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     limits: limitsSchema.default(limitsSchema.parse({})),
+    env_audit: envAuditSchema.default(envAuditSchema.parse({})),
   })
   .strict()
   .superRefine((policy, context) => {
@@ -88,6 +107,7 @@ export interface GatePolicy {
   budget: { rows: number; bootstrapResamples: number; confidence: number };
   timeouts: { callMs: number; importMs: number; totalS: number };
   limits: { memoryMb: number };
+  envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
 }
 
 function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
@@ -106,6 +126,7 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
       totalS: parsed.timeouts.total_s,
     },
     limits: { memoryMb: parsed.limits.memory_mb },
+    envAudit: { weights: { ...parsed.env_audit.weights } },
   };
 }
 

@@ -9,6 +9,7 @@ import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../
 import { createProgress } from './progress.js';
 import { defaultPython } from '../runtime/resolve-python.js';
 import { smokeCommand } from './smoke-command.js';
+import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
@@ -143,6 +144,7 @@ const packOptionsSchema = z.object({
   policy: z.string().optional(),
   force: z.boolean().default(false),
   archive: z.boolean().default(false),
+  target: z.array(z.string()).optional(),
   json: z.boolean().default(false),
   report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
   python: z.string().optional(),
@@ -173,6 +175,11 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--force', 'replace a non-empty output directory')
     .option('--archive', 'also write a zip of the emitted tree')
+    .option(
+      '--target <names>',
+      'packages to emit: verifiers-v1, verifiers-v0, openenv or all, comma-separated or repeated (default: verifiers-v1,openenv)',
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
     .option('--json', 'print the audit record as JSON')
     .option('--report <file>', 'also write a report, on PASS and on REJECT: .html or .md, outside --out')
     .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
@@ -185,12 +192,14 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
         const { gatekeep } = await import('../pack/pack.js');
+        const { parseTargets } = await import('../pack/emit/targets.js');
         const result = await gatekeep({
           seed: options.seed,
           outDir: options.out,
           policy,
           force: options.force,
           archive: options.archive,
+          targets: parseTargets(options.target),
           python: defaultPython(options.python),
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),
@@ -204,7 +213,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
         }
         if (options.report !== undefined) io.stderr(`report written to ${await writeReport(record, options.report)}\n`);
         if (result.emitted && result.packaged) {
-          io.stderr(`emitted ${result.packaged.root}: verifiers/${result.gate.record.package.env_id}, openenv/${result.gate.record.package.env_id}, gatekept_audit.json, ${REPORT_FILE_NAME}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
+          const packages = Object.values(result.packaged.targets).map((dir) => path.relative(result.packaged!.root, dir));
+          io.stderr(`emitted ${result.packaged.root}: ${[...packages, 'gatekept_audit.json', REPORT_FILE_NAME].join(', ')}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
         } else {
           io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
         }
@@ -225,6 +235,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
   program.addCommand(gateCommand(io, setExit));
   program.addCommand(packCommand(io, setExit));
   program.addCommand(smokeCommand(io, setExit));
+  program.addCommand(auditCommand(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }

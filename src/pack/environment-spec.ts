@@ -1,11 +1,13 @@
 /**
- * What both package emitters share: the spec of an environment that passed the
- * gate, the Python that calls the gated verifier, and the escaping helpers that
- * keep arbitrary user text inert inside Python, TOML and Markdown.
+ * What the package emitters share: the spec of an environment that passed the
+ * gate, the Python module that calls the gated verifier, and the escaping
+ * helpers that keep arbitrary user text inert inside Python, TOML, YAML and
+ * Markdown templates.
  */
 import { createHash } from 'node:crypto';
 
 import { GatekeptError } from '../errors.js';
+import { readShippedFile, renderTemplate } from './render-template.js';
 import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
 import type { AnswerFormat, CompletionFormat } from '../types.js';
 
@@ -13,6 +15,8 @@ export interface EnvironmentRow {
   question: string;
   answer: string;
   info?: Record<string, unknown>;
+  /** The gold written in the environment's answer format, and the reward the gated verifier gave it. */
+  gold?: { reply: string; reward: number };
 }
 
 export interface PassedAudit {
@@ -129,6 +133,9 @@ export function assertRenderableSpec(spec: EnvironmentSpec): void {
     if (row.info !== undefined && (row.info === null || typeof row.info !== 'object' || Array.isArray(row.info))) {
       problems.push(`rows[${index}].info must be an object`);
     }
+    if (row.gold !== undefined && (typeof row.gold.reply !== 'string' || !Number.isFinite(row.gold.reward))) {
+      problems.push(`rows[${index}].gold needs a string reply and a finite reward`);
+    }
   });
   if (spec.audit.decision !== 'PASS') {
     problems.push(`audit.decision is ${JSON.stringify(spec.audit.decision)}; only a PASS is ever packaged`);
@@ -177,10 +184,21 @@ export function fenced(text: string, lang = ''): string {
   return `${fence}${lang}\n${text}\n${fence}`;
 }
 
-/** One JSON object per row, in order; `info` defaults to `{}` so every line has the same keys. */
+/**
+ * One JSON object per row, in order; `info` defaults to `{}` so every line has
+ * the same keys. `gold_reply` and `gold_reward` (the gold as the gate scored
+ * it) follow when known: the ground truth a package can check itself against.
+ */
 export function renderRows(rows: readonly EnvironmentRow[]): string {
   return rows
-    .map((row) => JSON.stringify({ question: row.question, answer: row.answer, info: row.info ?? {} }))
+    .map((row) =>
+      JSON.stringify({
+        question: row.question,
+        answer: row.answer,
+        info: row.info ?? {},
+        ...(row.gold ? { gold_reply: row.gold.reply, gold_reward: row.gold.reward } : {}),
+      }),
+    )
     .map((line) => `${line}\n`)
     .join('');
 }
@@ -194,217 +212,50 @@ export const ANSWER_FORMAT_EXAMPLES: Readonly<Record<AnswerFormat, string>> = {
   json: 'a JSON object such as `{"answer": "42"}`',
 };
 
+/** How the verifier receives the reply and the question, per completion format (README prose). */
+export const COMPLETION_ARGUMENT: Readonly<Record<CompletionFormat, string>> = {
+  messages:
+    '`completion` is `[{"role": "assistant", "content": <reply>}]` and `prompt` is `[{"role": "user", "content": <question>}]`, plain dicts',
+  string: '`completion` is the reply text and `prompt` the question text',
+};
+
 function formatPercent(fraction: number): string {
   return `${Number((fraction * 100).toFixed(2))}%`;
 }
 
-/** The README section both packages carry: what was audited, and what a PASS does not mean. */
+/** The README section every package carries: what was audited, and what a PASS does not mean. */
 export function renderAuditSection(spec: EnvironmentSpec, verifierPath: string): string {
   const { audit } = spec;
   const level = audit.budget?.confidence;
-  const interval = level === undefined ? 'the confidence interval' : `the ${formatPercent(level)} confidence interval`;
   const budgetRow = audit.budget
-    ? `| budget | ${audit.budget.candidates} adversarial completions built from ${audit.budget.rows} dataset ${audit.budget.rows === 1 ? 'row' : 'rows'} |\n`
+    ? renderTemplate('common/audit-budget-row.md', {
+        candidates: String(audit.budget.candidates),
+        rows: String(audit.budget.rows),
+        row_word: audit.budget.rows === 1 ? 'row' : 'rows',
+      })
     : '';
-  return `## Audit
-
-gatekept ${spec.toolVersion} audited the reward function \`${spec.verifierFunction}\` in
-\`${verifierPath}\` against its adversarial corpus before writing this package.
-
-| | |
-|---|---|
-| decision | ${audit.decision} |
-| hackability | ${audit.hackability.toFixed(1)} / 100 |
-| hack-rate upper bound | ${audit.hackRateCiHi.toFixed(3)} (upper end of ${interval} on the fraction of attacks rewarded) |
-${budgetRow}| seed | ${audit.seed} |
-| attack corpus | version \`${audit.corpusVersion}\`, sha256 \`${audit.corpusHash}\` |
-| verifier sha256 | \`${audit.verifierSha256}\` |
-
-PASS means this exact function survived these attacks at this budget and seed.
-It is not a proof that the reward is safe: attacks outside the corpus, another
-seed or a larger budget may still find a hack, and a policy under optimisation
-pressure searches far harder than any corpus. The file is shipped byte-for-byte;
-if its sha256 is no longer the one above, the audit no longer applies — run the
-gate again.
-`;
+  return renderTemplate('common/audit-section.md', {
+    tool_version: spec.toolVersion,
+    verifier_function: spec.verifierFunction,
+    verifier_path: verifierPath,
+    decision: audit.decision,
+    hackability: audit.hackability.toFixed(1),
+    hack_rate_ci_hi: audit.hackRateCiHi.toFixed(3),
+    interval: level === undefined ? 'the confidence interval' : `the ${formatPercent(level)} confidence interval`,
+    budget_row: budgetRow,
+    seed: String(audit.seed),
+    corpus_version: audit.corpusVersion,
+    corpus_hash: audit.corpusHash,
+    verifier_sha256: audit.verifierSha256,
+  });
 }
 
 
 /**
- * The calling convention of the gate, as a Python module shipped next to the
- * verifier. Both packages score through it, so a reward in training receives
- * the same arguments the verifier received while it was audited. It mirrors
- * the gate's harness line for line; a change to one is a change to both.
+ * The calling convention of the gate: the module the harness itself imports,
+ * shipped byte for byte next to the verifier in every package, so a reward in
+ * training receives the same arguments the verifier received while audited.
  */
-export const REWARD_CALL_SOURCE = `"""Call the gated verifier exactly the way the gatekept gate called it.
-
-The audit in README.md describes the reward under this convention only:
-- one keyword pool: completion, answer, prompt, info, state, task, parser;
-- in "messages" mode completion is [{"role": "assistant", "content": reply}]
-  and prompt is [{"role": "user", "content": question}], both plain dicts;
-  in "string" mode they are the reply and the question themselves;
-- info is the row's info ({} if none), state is {"answer": answer}, task is
-  "default", parser is a minimal Parser (parse, parse_answer);
-- a function gets the pool names its signature asks for (positional-only
-  ones by position), or all of them if it takes **kwargs;
-- sync or async; a bool or real number is the reward, anything else
-  (None, a string, NaN, an infinity) is an error.
-Errors are raised to the caller, never turned into a reward here.
-"""
-
-import asyncio
-import copy
-import inspect
-import math
-import threading
-from typing import Any, Callable, Mapping
-
-POOL_NAMES = ("completion", "answer", "prompt", "info", "state", "task", "parser")
-COMPLETION_FORMATS = ("messages", "string")
-
-
-class Parser:
-    """The parser the gate passes: the reply text, unparsed."""
-
-    def parse(self, text: Any) -> Any:
-        return text
-
-    def parse_answer(self, completion: Any) -> Any:
-        if isinstance(completion, str):
-            return completion
-        if isinstance(completion, (list, tuple)):
-            for message in reversed(completion):
-                try:
-                    if message.get("role") == "assistant":
-                        return message.get("content")
-                except AttributeError:
-                    continue
-            return None
-        return completion
-
-    def __repr__(self) -> str:
-        return "Parser()"
-
-
-PARSER = Parser()
-
-
-def keyword_pool(
-    completion_format: str,
-    text: str,
-    answer: str,
-    question: str,
-    info: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """Fresh objects on every call, so a verifier that mutates its arguments cannot leak state."""
-    if completion_format == "messages":
-        completion: Any = [{"role": "assistant", "content": text}]
-        prompt: Any = [{"role": "user", "content": question}]
-    elif completion_format == "string":
-        completion = text
-        prompt = question
-    else:
-        raise ValueError(f"unknown completion format {completion_format!r}")
-    return {
-        "completion": completion,
-        "answer": answer,
-        "prompt": prompt,
-        "info": copy.deepcopy(dict(info)) if isinstance(info, Mapping) else {},
-        "state": {"answer": answer},
-        "task": "default",
-        "parser": PARSER,
-    }
-
-
-def call_arguments(fn: Callable[..., Any], pool: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """Fill the signature from the pool; a required parameter outside it cannot be filled."""
-    positional: list[Any] = []
-    by_position: set[str] = set()
-    keywords: list[str] = []
-    pending_defaults: list[Any] = []
-    missing: list[str] = []
-    var_kwargs = False
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is param.VAR_KEYWORD:
-            var_kwargs = True
-            continue
-        if param.kind is param.VAR_POSITIONAL:
-            continue
-        available = param.name in POOL_NAMES
-        if param.kind is param.POSITIONAL_ONLY:
-            if available:
-                positional.extend(pending_defaults)
-                pending_defaults = []
-                positional.append(pool[param.name])
-                by_position.add(param.name)
-            elif param.default is not param.empty:
-                pending_defaults.append(param.default)
-            else:
-                missing.append(param.name)
-        elif available:
-            keywords.append(param.name)
-        elif param.default is param.empty:
-            missing.append(param.name)
-    if missing:
-        raise TypeError(f"the verifier requires {', '.join(missing)}, which the gate never passes")
-    if var_kwargs:
-        keywords.extend(name for name in POOL_NAMES if name not in by_position and name not in keywords)
-    return positional, {name: pool[name] for name in keywords}
-
-
-def to_reward(value: Any) -> float:
-    kind = type(value)
-    if kind is bool or (kind.__name__ in ("bool_", "bool") and hasattr(kind, "__float__")):
-        return 1.0 if value else 0.0
-    if isinstance(value, (str, bytes, complex)) or not hasattr(kind, "__float__"):
-        raise TypeError(f"the verifier returned {kind.__name__}, not a number")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
-        raise ValueError(f"the verifier returned a non-finite reward ({number})")
-    return number
-
-
-async def score_async(fn: Callable[..., Any], completion_format: str, **row: Any) -> float:
-    args, kwargs = call_arguments(fn, keyword_pool(completion_format, **row))
-    result = fn(*args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return to_reward(result)
-
-
-def score(fn: Callable[..., Any], completion_format: str, **row: Any) -> float:
-    args, kwargs = call_arguments(fn, keyword_pool(completion_format, **row))
-    result = fn(*args, **kwargs)
-    if inspect.isawaitable(result):
-        result = _finish(result)
-    return to_reward(result)
-
-
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _finish(awaitable: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(_awaited(awaitable))
-    # This thread already runs a loop it cannot block on; finish on a private one.
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = asyncio.run(_awaited(awaitable))
-        except BaseException as error:  # re-raised in the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=run, name="gatekept-verifier")
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-`;
+export function rewardCallSource(): string {
+  return readShippedFile(`python/${REWARD_CALL_FILE_NAME}`);
+}

@@ -5,8 +5,7 @@ import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js'
 import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
-import { renderOpenEnvPackage } from './emit/openenv.js';
-import { renderVerifiersPackage } from './emit/verifiers-v0.js';
+import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
@@ -37,6 +36,8 @@ export interface GatekeepOptions {
   force?: boolean;
   /** Also write a zip of the emitted tree. */
   archive?: boolean;
+  /** Packages to emit (default: verifiers-v1 and openenv); see `EMIT_TARGETS`. */
+  targets?: readonly EmitTarget[];
   python?: string;
   cwd?: string;
   workers?: number;
@@ -97,7 +98,19 @@ function smokeProbes(probes: readonly GateProbe[], answerFormat: AnswerFormat): 
 
 export interface GatekeepResult {
   emitted: boolean;
-  packaged?: { root: string; verifiers: string; openenv: string; audit: string; report: string; archive?: string };
+  packaged?: {
+    root: string;
+    /** The verifiers 0.4 package (`verifiers-v1` target), when emitted. */
+    verifiers?: string;
+    /** The classic verifiers package (`verifiers-v0` target), when emitted. */
+    verifiersV0?: string;
+    openenv?: string;
+    /** Every emitted package by target. */
+    targets: Partial<Record<EmitTarget, string>>;
+    audit: string;
+    report: string;
+    archive?: string;
+  };
   gate: {
     decision: 'PASS' | 'REJECT';
     passed: boolean;
@@ -133,8 +146,15 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
   }
 }
 
-/** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
-async function unrewardedGoldRows(
+interface GoldCheck {
+  /** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
+  unrewarded: number[];
+  /** Per row: the gold written in the seed's format and the reward the verifier gave it. */
+  golds: { reply: string; reward: number | null }[];
+}
+
+/** Score every row's gold, in the seed's own format, against a wrong answer. */
+async function checkGoldRows(
   rows: readonly TaskRow[],
   loaded: LoadedSeed,
   verifierFile: string,
@@ -143,7 +163,7 @@ async function unrewardedGoldRows(
   policy: GatePolicy,
   python: string,
   workers: number | undefined,
-): Promise<number[]> {
+): Promise<GoldCheck> {
   const { seed } = loaded;
   const type = ANSWER_TYPE_OF_TASK[seed.task];
   const choices = choicesOf(seed);
@@ -168,13 +188,15 @@ async function unrewardedGoldRows(
   try {
     const results = await pool.evaluate(requests, { stopOnTimeout: true });
     const unrewarded: number[] = [];
+    const golds: GoldCheck['golds'] = [];
     for (let index = 0; index < rows.length; index++) {
       const gold = results[2 * index]!;
       const wrong = results[2 * index + 1]!;
       const ok = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
       if (!ok) unrewarded.push(index);
+      golds.push({ reply: requests[2 * index]!.completion, reward: gold.status === 'ok' ? gold.reward : null });
     }
-    return unrewarded;
+    return { unrewarded, golds };
   } finally {
     await pool.close();
   }
@@ -193,6 +215,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const outDir = path.resolve(cwd, options.outDir);
   const force = options.force ?? false;
   const python = options.python ?? 'python3';
+  const targets = parseTargets(options.targets);
 
   // 1. Inputs, checked before any work so a bad --out fails fast.
   const policy =
@@ -228,10 +251,11 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       }),
     );
     // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
-    const unrewarded =
+    const goldCheck: GoldCheck =
       result.decision === 'PASS'
-        ? await unrewardedGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
-        : [];
+        ? await checkGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
+        : { unrewarded: [], golds: [] };
+    const { unrewarded } = goldCheck;
     const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
 
     const reasons = [...result.record.reasons];
@@ -270,13 +294,17 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       return { emitted: false, gate: gateView, exitCode: EXIT.reject, timing: result.record.timing };
     }
 
-    // 3. PASS: render both packages around the exact verifier bytes that were gated.
+    // 3. PASS: render the packages around the exact verifier bytes that were gated.
     const spec: EnvironmentSpec = {
       envId: seed.name,
       description: seed.description,
       systemPrompt: seed.system_prompt,
       answerFormat: seed.answer_format,
-      rows,
+      // Each row carries its gold as the gate scored it, so a package can check its ground truth.
+      rows: rows.map((row, index) => {
+        const gold = goldCheck.golds[index];
+        return gold && gold.reward !== null ? { ...row, gold: { reply: gold.reply, reward: gold.reward } } : row;
+      }),
       verifierSource: verifier.source,
       verifierFunction: verifier.functionName,
       completionFormat: verifier.completionFormat,
@@ -292,8 +320,11 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       toolVersion: TOOL.version,
     };
     await rm(workDir, { recursive: true, force: true });
-    await writeTree(path.join(staging, 'verifiers', seed.name), renderVerifiersPackage(spec));
-    await writeTree(path.join(staging, 'openenv', seed.name), renderOpenEnvPackage(spec));
+    const emitted: Partial<Record<EmitTarget, string>> = {};
+    for (const target of targets) {
+      await writeTree(path.join(staging, TARGET_DIRS[target], seed.name), TARGET_RENDERERS[target](spec));
+      emitted[target] = path.join(outDir, TARGET_DIRS[target], seed.name);
+    }
     await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
     // The report renders the record just written (no timing), so packing stays reproducible.
     await writeFile(path.join(staging, REPORT_FILE_NAME), renderReport(record, 'html'));
@@ -309,8 +340,10 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       emitted: true,
       packaged: {
         root: outDir,
-        verifiers: path.join(outDir, 'verifiers', seed.name),
-        openenv: path.join(outDir, 'openenv', seed.name),
+        ...(emitted['verifiers-v1'] ? { verifiers: emitted['verifiers-v1'] } : {}),
+        ...(emitted['verifiers-v0'] ? { verifiersV0: emitted['verifiers-v0'] } : {}),
+        ...(emitted.openenv ? { openenv: emitted.openenv } : {}),
+        targets: emitted,
         audit: path.join(outDir, AUDIT_FILE_NAME),
         report: path.join(outDir, REPORT_FILE_NAME),
         ...(archiveName ? { archive: path.join(outDir, archiveName) } : {}),

@@ -168,10 +168,13 @@ async function resolvePackage(target: SmokeTarget, dir: string): Promise<Package
   }
   if (typeof envId !== 'string' || !ENV_ID.test(envId)) throw notAPackage(dir, target, 'pyproject.toml names no environment id');
   const module = moduleName(envId);
+  // A verifiers 0.4 package defines its Taskset in taskset.py; a classic one
+  // its load_environment() in a file named after the module.
+  const tasksetFile = path.join(dir, module, 'taskset.py');
   const files = {
     dataFile: path.join(dir, module, DATA_FILE_NAME),
     verifierFile: path.join(dir, module, VERIFIER_FILE_NAME),
-    environmentFile: path.join(dir, module, `${module}.py`),
+    environmentFile: (await isFile(tasksetFile)) ? tasksetFile : path.join(dir, module, `${module}.py`),
   };
   for (const file of [path.join(dir, module, '__init__.py'), ...Object.values(files)]) {
     if (!(await isFile(file))) throw notAPackage(dir, target, `${path.relative(dir, file)} is missing`);
@@ -588,8 +591,8 @@ function missingPackage(event: SmokeEvent, python: string, target: SmokeTarget):
     const distribution = distributions[index] ?? module;
     return distribution === module ? module : `${distribution} (import ${module})`;
   });
-  // openenv-core brings uvicorn and websockets along, verifiers brings datasets.
-  const install = distributions.includes('openenv-core') ? ['openenv-core'] : distributions.includes('verifiers') ? ['verifiers'] : distributions;
+  // openenv brings uvicorn and websockets along, classic verifiers brings datasets.
+  const install = distributions.includes('openenv') ? ['openenv'] : distributions.includes('verifiers') ? ['verifiers'] : distributions;
   const what = target === 'openenv' ? 'serve the OpenEnv package' : 'load the verifiers package';
   return new GatekeptError(
     'PYTHON_PACKAGE_MISSING',
@@ -780,7 +783,7 @@ async function runVerifiers(context: RunContext): Promise<Observed[]> {
   }
   if (scored?.event === 'load_failed') {
     const traceback = String(scored.traceback ?? '').split('\n').filter(Boolean).slice(-LOG_TAIL_LINES);
-    throw new GatekeptError('ENV_START_FAILED', `load_environment() failed: ${String(scored.message)}`, { details: traceback });
+    throw new GatekeptError('ENV_START_FAILED', `loading the environment failed: ${String(scored.message)}`, { details: traceback });
   }
   if (scored?.event !== 'scored') throw helperFailure(loader, scored, python, 'verifiers', 'loading the environment failed');
 
@@ -790,7 +793,7 @@ async function runVerifiers(context: RunContext): Promise<Observed[]> {
     name: 'import',
     ok: inside,
     detail: inside
-      ? `${pkg.module} imported from the package directory; load_environment() built a ${String(scored.environment)} (verifiers ${String(scored.version)})`
+      ? `${pkg.module} imported from the package directory; ${scored.api === 'taskset' ? 'it exports' : 'load_environment() built'} a ${String(scored.environment)} (verifiers ${String(scored.version)})`
       : `${pkg.module} was imported from ${loadedFrom || 'nowhere'}, not from the package directory`,
   });
   const loadedRows = (scored.rows as DataRow[] | undefined) ?? [];

@@ -1,0 +1,424 @@
+"""Load an existing verifiers environment and score through its own path.
+
+Used two ways by `gatekept audit --env`:
+
+    env_loader.py inspect SPEC OUT.json
+        Load the environment (a package directory or an installed module name)
+        and write what the offline checks need: the library and kind, the
+        rows (prompt, answer), the reward functions and weights, and every
+        problem found while loading. Exit 0 whenever OUT.json was written.
+
+    env_shim.py (a verifier for the gate) imports `open_env` and calls
+        `Env.score(row, answer, text, reward)` for each candidate.
+
+A verifiers 0.4 environment is loaded the way `vf-eval` does (the module's
+exported Taskset subclass, its config type, `load_taskset`) and a completion
+is scored by building a `Trace` around it and awaiting `Task.score`, so the
+rewards see exactly what they see in training. A classic 0.3 environment is
+loaded with `load_environment()` and scored with its rubric's own functions,
+keyword objects and parser; unlike `Rubric.score_rollout`, an exception is
+raised instead of being hidden as a zero, so the gate can report it.
+"""
+
+import inspect
+import json
+import math
+import os
+import sys
+import traceback
+
+# Loading must work offline: nothing may reach a hub.
+for _name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ.setdefault(_name, "1")
+
+ANSWER_FIELDS = ("answer", "solution", "target", "label", "ground_truth", "gold", "expected", "reference")
+MAX_ROWS = 100000
+
+
+class LoadFailure(Exception):
+    """A problem that stops the environment from loading, with the stage it hit."""
+
+    def __init__(self, stage, message, missing_module=None):
+        Exception.__init__(self, message)
+        self.stage = stage
+        self.message = message
+        self.missing_module = missing_module
+
+
+def _describe(exc):
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+def _module_for(spec):
+    """(module name, directory to import from or None) for a directory or a module name."""
+    if os.path.isdir(spec):
+        directory = os.path.abspath(spec)
+        name = None
+        pyproject = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(pyproject):
+            try:
+                import tomllib
+
+                with open(pyproject, "rb") as handle:
+                    name = ((tomllib.load(handle).get("project") or {}).get("name")) or None
+            except Exception as exc:
+                raise LoadFailure("exports", "cannot read %s: %s" % (pyproject, _describe(exc))) from exc
+        if name is None:
+            name = os.path.basename(directory.rstrip(os.sep))
+        return name.replace("-", "_").lower(), directory
+    # A hub id `owner/name@version` names the module `name`, as verifiers resolves it.
+    name = spec.rsplit("/", 1)[-1].split("@", 1)[0]
+    return name.replace("-", "_").lower(), None
+
+
+def _import(module_name, directory):
+    import importlib
+
+    if directory is not None and directory not in sys.path:
+        sys.path.insert(0, directory)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == module_name:
+            where = "in %s" % directory if directory else "installed for this Python"
+            raise LoadFailure("import", "no module %s %s" % (module_name, where), missing) from exc
+        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc)), missing or None) from exc
+    except BaseException as exc:
+        raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc))) from exc
+
+
+def _text_of(value):
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        parts = []
+        for message in value:
+            try:
+                role = message.get("role") if hasattr(message, "get") else getattr(message, "role", None)
+                content = message.get("content") if hasattr(message, "get") else getattr(message, "content", None)
+            except Exception:
+                continue
+            if role in (None, "user") and isinstance(content, str):
+                parts.append(content)
+        return "\n\n".join(parts)
+    return str(value)
+
+
+def _coerce(answer, like):
+    """The gold as the type the row stores its answer in (numbers stay numbers)."""
+    if isinstance(like, bool):
+        return answer.strip().lower() in ("true", "yes", "1")
+    if isinstance(like, int):
+        try:
+            return int(answer)
+        except ValueError:
+            return answer
+    if isinstance(like, float):
+        try:
+            return float(answer)
+        except ValueError:
+            return answer
+    return answer
+
+
+class V1Env(object):
+    """A verifiers 0.4 Taskset, scored with `Task.score` on a `Trace`."""
+
+    kind = "verifiers-v1"
+
+    def __init__(self, module_name, module):
+        import verifiers
+        import verifiers.v1 as vf
+        from verifiers.v1.utils.loaders import taskset_class
+
+        self.vf = vf
+        self.library_version = getattr(verifiers, "__version__", None)
+        try:
+            taskset_class(module_name)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise LoadFailure("exports", _describe(exc)) from exc
+        try:
+            config = vf.taskset_config_type(module_name)(id=module_name)
+            taskset = vf.load_taskset(config)
+            if not taskset.bounded:
+                taskset = taskset.take(MAX_ROWS)
+            self.tasks = list(taskset)
+        except LoadFailure:
+            raise
+        except BaseException as exc:
+            raise LoadFailure("load", "loading the taskset failed: %s" % _describe(exc)) from exc
+        if not self.tasks:
+            raise LoadFailure("dataset", "the taskset yields no tasks")
+        first = self.tasks[0]
+        self.answer_field = self._answer_field(first.data)
+        self.system_prompt = first.data.system_prompt
+        # Trace() would otherwise ask git for the library's commit (a subprocess) on every call.
+        from verifiers.v1.trace import VersionInfo
+
+        self.version_info = VersionInfo(version=self.library_version or "0")
+        self.rewards = []
+        for fn in first.hooks("reward"):
+            param = inspect.signature(fn).parameters.get("runtime")
+            self.rewards.append(
+                {
+                    "name": fn.__name__,
+                    "weight": getattr(fn, "_vf_weight", 1.0),
+                    "callable": callable(fn),
+                    "needs_runtime": param is not None and param.default is inspect.Parameter.empty,
+                    "is_async": inspect.iscoroutinefunction(fn),
+                }
+            )
+        for judge in first.config.judges:
+            self.rewards.append({"name": getattr(judge, "id", "judge"), "weight": getattr(judge, "weight", 1.0), "callable": True, "needs_runtime": True, "judge": True})
+
+    def _answer_field(self, data):
+        from verifiers.v1.task import TaskData
+
+        base = set(TaskData.model_fields)
+        own = [name for name in type(data).model_fields if name not in base]
+        for name in ANSWER_FIELDS:
+            if name in own:
+                return name
+        return None
+
+    def rows(self):
+        out = []
+        for task in self.tasks:
+            answer = getattr(task.data, self.answer_field, None) if self.answer_field else None
+            out.append({"prompt": task.data.prompt_text, "answer": None if answer is None else str(answer)})
+        return out
+
+    async def score(self, row, answer, text, reward=None):
+        vf = self.vf
+        task = self.tasks[row]
+        if self.answer_field is not None:
+            task = task.with_data(**{self.answer_field: _coerce(answer, getattr(task.data, self.answer_field))})
+        trace = vf.Trace(
+            task=vf.TraceTask(type=type(task).__name__, data=task.data),
+            verifiers=self.version_info,
+            agent=vf.AgentInfo(config=vf.AgentConfig()),
+            nodes=[vf.MessageNode(message=vf.AssistantMessage(content=text), sampled=True)],
+        )
+        await task.score(trace)
+        if reward is None:
+            return trace.reward
+        value = trace.rewards.get(reward)
+        if value is None:
+            raise RuntimeError("reward %s was not recorded by Task.score" % reward)
+        return value.score
+
+
+class V0Env(object):
+    """A classic verifiers 0.3 environment, scored with its rubric's functions and parser."""
+
+    kind = "verifiers-v0"
+
+    def __init__(self, module_name, module):
+        import verifiers as vf
+
+        self.vf = vf
+        self.library_version = getattr(vf, "__version__", None)
+        load = getattr(module, "load_environment", None)
+        if not callable(load):
+            raise LoadFailure("exports", "%s defines no load_environment()" % module_name)
+        try:
+            self.env = load()
+        except BaseException as exc:
+            raise LoadFailure("load", "load_environment() failed: %s" % _describe(exc)) from exc
+        dataset = None
+        for getter in ("get_eval_dataset", "get_dataset"):
+            try:
+                dataset = getattr(self.env, getter)()
+            except Exception:
+                dataset = None
+            if dataset is not None:
+                break
+        if dataset is None:
+            raise LoadFailure("dataset", "the environment has no dataset")
+        self.dataset = [dict(row) for row in dataset]
+        self.system_prompt = getattr(self.env, "system_prompt", None)
+        self.answer_field = "answer" if any("answer" in row for row in self.dataset) else None
+        rubric = getattr(self.env, "rubric", None)
+        if rubric is None:
+            raise LoadFailure("exports", "the environment has no rubric")
+        self.funcs = []
+        self.rewards = []
+        for owner in self._flatten(rubric):
+            for func, weight in zip(owner._get_reward_funcs(), owner._get_reward_weights(), strict=False):
+                name = getattr(func, "__name__", repr(func))
+                entry = {"name": name, "weight": weight, "callable": callable(func), "group": bool(owner._is_group_func(func))}
+                # Weight-0 functions are metrics: they never reach the training signal.
+                if weight == 0:
+                    continue
+                self.rewards.append(entry)
+                self.funcs.append((name, weight, func, owner))
+
+    def _flatten(self, rubric):
+        inner = getattr(rubric, "rubrics", None)
+        if isinstance(inner, (list, tuple)):
+            out = []
+            for item in inner:
+                out.extend(self._flatten(item))
+            return out
+        return [rubric]
+
+    def rows(self):
+        out = []
+        for row in self.dataset:
+            prompt = row.get("question")
+            if not isinstance(prompt, str):
+                prompt = _text_of(row.get("prompt"))
+            answer = row.get(self.answer_field) if self.answer_field else None
+            out.append({"prompt": prompt, "answer": None if answer is None else str(answer)})
+        return out
+
+    async def score(self, row, answer, text, reward=None):
+        vf = self.vf
+        data = dict(self.dataset[row])
+        if self.answer_field is not None:
+            data[self.answer_field] = _coerce(answer, data.get(self.answer_field))
+        try:
+            from verifiers.types import AssistantMessage
+
+            completion = [AssistantMessage(content=text)]
+        except ImportError:
+            completion = [{"role": "assistant", "content": text}]
+        state = vf.State(input=data)
+        state["completion"] = completion
+        state["trajectory"] = []
+        total = 0.0
+        for name, weight, func, owner in self.funcs:
+            if reward is not None and name != reward:
+                continue
+            objects = owner.score_objects(state)
+            params = inspect.signature(func).parameters
+            if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+                objects = {key: value for key, value in objects.items() if key in params}
+            value = func(**objects)
+            if inspect.isawaitable(value):
+                value = await value
+            score = float(value)
+            if reward is not None:
+                return score
+            total += score * weight
+        if reward is not None:
+            raise RuntimeError("the rubric has no reward %s" % reward)
+        return total
+
+
+def open_env(spec):
+    module_name, directory = _module_for(spec)
+    module = _import(module_name, directory)
+    if callable(getattr(module, "load_environment", None)):
+        try:
+            import verifiers  # noqa: F401
+        except ImportError as exc:
+            raise LoadFailure("import", "verifiers is not installed: %s" % _describe(exc), "verifiers") from exc
+        return V0Env(module_name, module), module
+    try:
+        import verifiers.v1  # noqa: F401
+    except ImportError:
+        raise LoadFailure(
+            "exports",
+            "%s defines no load_environment() and verifiers 0.4 (verifiers.v1) is not installed" % module_name,
+        ) from None
+    return V1Env(module_name, module), module
+
+
+def kind_hint(spec):
+    """The library an environment that failed to load was written for, read from its source without running it."""
+    import importlib.util
+
+    try:
+        module_name, directory = _module_for(spec)
+        if directory is not None and directory not in sys.path:
+            sys.path.insert(0, directory)
+        found = importlib.util.find_spec(module_name)
+    except Exception:
+        return None
+    if found is None or not found.origin or not os.path.isfile(found.origin):
+        return None
+    paths = [found.origin]
+    for location in found.submodule_search_locations or []:
+        paths.extend(os.path.join(location, name) for name in sorted(os.listdir(location)) if name.endswith(".py"))
+    text = ""
+    for path in paths[:50]:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text += handle.read(200000)
+        except OSError:
+            continue
+    if "def load_environment" in text:
+        return "verifiers-v0"
+    if "Taskset" in text:
+        return "verifiers-v1"
+    return None
+
+
+def inspect_env(spec):
+    try:
+        env, module = open_env(spec)
+    except LoadFailure as failure:
+        return {
+            "ok": False,
+            "stage": failure.stage,
+            "error": failure.message,
+            "missing_module": failure.missing_module,
+            "kind": kind_hint(spec),
+        }
+    except BaseException as exc:
+        return {
+            "ok": False,
+            "stage": "load",
+            "error": _describe(exc),
+            "missing_module": None,
+            "kind": kind_hint(spec),
+            "traceback": traceback.format_exc()[-2000:],
+        }
+    rows = env.rows()
+    for reward in env.rewards:
+        weight = reward.get("weight")
+        reward["finite_weight"] = isinstance(weight, (int, float)) and math.isfinite(float(weight))
+        if not reward["finite_weight"]:
+            reward["weight"] = None if weight is None else str(weight)
+    return {
+        "ok": True,
+        "kind": env.kind,
+        "library_version": env.library_version,
+        "module": module.__name__,
+        "module_file": getattr(module, "__file__", None),
+        "answer_field": env.answer_field,
+        "system_prompt": env.system_prompt if isinstance(env.system_prompt, str) else None,
+        "rows": rows,
+        "rewards": env.rewards,
+    }
+
+
+def _limit_memory(megabytes):
+    if megabytes <= 0:
+        return
+    try:
+        import resource
+
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+def main(argv):
+    if len(argv) not in (3, 4) or argv[0] != "inspect":
+        sys.stderr.write("usage: env_loader.py inspect SPEC OUT.json [MEMORY_MB]\n")
+        return 2
+    _limit_memory(int(argv[3]) if len(argv) == 4 else 0)
+    result = inspect_env(argv[1])
+    with open(argv[2], "w", encoding="utf-8") as handle:
+        json.dump(result, handle, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

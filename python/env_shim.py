@@ -1,0 +1,49 @@
+"""The verifier the gate audits for `gatekept audit --env`.
+
+It is copied, with env_loader.py and env_shim.json, into a directory of its
+own per audit; the JSON names the environment and which reward to return
+(null for the weighted total, the training signal). The environment is loaded
+once at import, inside the gate's guarded worker, and warmed up on one row so
+the first scored call does not pay for lazy imports.
+
+The gate calls `reward(completion, answer, info)` with the completion as text
+and `info["gatekept_row"]` naming the dataset row. `answer` may be any gold
+the gate chooses (the row's own or an alternate): it replaces the row's answer
+before the environment builds its scoring input.
+"""
+
+import json
+import os
+
+import env_loader
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "env_shim.json"), encoding="utf-8") as _handle:
+    CONFIG = json.load(_handle)
+
+ENV, _MODULE = env_loader.open_env(CONFIG["spec"])
+REWARD = CONFIG.get("reward")
+
+
+def _warm_up():
+    import asyncio
+
+    rows = ENV.rows()
+    gold = rows[0]["answer"] if rows and rows[0]["answer"] else "0"
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(ENV.score(0, gold, "\\boxed{%s}" % gold, REWARD))
+    except Exception:
+        # A reward that raises is the gate's finding to make, on a real candidate.
+        pass
+    finally:
+        loop.close()
+
+
+_warm_up()
+
+
+async def reward(completion, answer, info):
+    row = info.get("gatekept_row") if isinstance(info, dict) else None
+    if not isinstance(row, int):
+        raise ValueError("gatekept_row missing from info")
+    return await ENV.score(row, answer, completion, REWARD)

@@ -1,0 +1,69 @@
+import type { InspectedEnv } from '../inspect-env.js';
+import { clampScore, statusFor, type CheckResult } from '../record.js';
+
+/**
+ * Integrity: the environment loads offline, exports what its library
+ * expects, has rows with prompts and answers, and every reward is a callable
+ * with a finite weight. A pure function of what the loader reported.
+ */
+export function checkIntegrity(inspected: InspectedEnv): CheckResult {
+  if (!inspected.ok) {
+    const missing = inspected.missing_module ? ` (missing module ${inspected.missing_module})` : '';
+    return {
+      name: 'integrity',
+      status: 'FAIL',
+      score: 0,
+      justification: `does not load (${inspected.stage}): ${inspected.error}${missing}`,
+      evidence: { loaded: false, stage: inspected.stage, error: inspected.error, missing_module: inspected.missing_module },
+    };
+  }
+  const failures: string[] = [];
+  const warnings: string[] = [];
+  const rows = inspected.rows;
+  const emptyAnswers = rows.filter((row) => row.answer === null || row.answer.trim() === '').length;
+  const emptyPrompts = rows.filter((row) => row.prompt === null || row.prompt.trim() === '').length;
+  if (rows.length === 0) failures.push('the dataset has no rows');
+  if (inspected.answer_field === null) failures.push('the rows carry no answer field');
+  else if (rows.length > 0 && emptyAnswers === rows.length) failures.push('every answer is empty');
+  else if (emptyAnswers > 0) warnings.push(`${emptyAnswers} empty answer${emptyAnswers === 1 ? '' : 's'}`);
+  if (rows.length > 0 && emptyPrompts === rows.length) failures.push('every prompt is empty');
+  else if (emptyPrompts > 0) warnings.push(`${emptyPrompts} empty prompt${emptyPrompts === 1 ? '' : 's'}`);
+  const rewards = inspected.rewards;
+  if (rewards.length === 0) failures.push('no reward function');
+  const notCallable = rewards.filter((reward) => !reward.callable).map((reward) => reward.name);
+  if (notCallable.length > 0) failures.push(`not callable: ${notCallable.join(', ')}`);
+  const badWeights = rewards.filter((reward) => !reward.finite_weight).map((reward) => reward.name);
+  if (badWeights.length > 0) failures.push(`non-finite weight: ${badWeights.join(', ')}`);
+  if (rewards.length > 0 && badWeights.length === 0 && rewards.every((reward) => reward.weight === 0)) failures.push('every weight is 0');
+  const offline = rewards.filter((reward) => reward.needs_runtime || reward.judge).map((reward) => reward.name);
+  if (offline.length > 0) warnings.push(`cannot be scored offline (runtime or judge): ${offline.join(', ')}`);
+  const group = rewards.filter((reward) => reward.group).map((reward) => reward.name);
+  if (group.length > 0) warnings.push(`group-level rewards are not audited: ${group.join(', ')}`);
+  const score = failures.length > 0 ? clampScore(4 - 2 * (failures.length - 1)) : clampScore(10 - 1.5 * warnings.length);
+  const kindText = inspected.kind === 'verifiers-v1' ? `verifiers ${inspected.library_version ?? '?'} Taskset` : `classic verifiers ${inspected.library_version ?? '?'} environment`;
+  const justification =
+    failures.length > 0
+      ? `loads, but ${failures.join('; ')}`
+      : warnings.length > 0
+        ? `loads offline as a ${kindText}; ${warnings.join('; ')}`
+        : `loads offline as a ${kindText}; ${rows.length} rows with prompts and answers; ${rewards.length} callable reward${rewards.length === 1 ? '' : 's'} with finite weights`;
+  return {
+    name: 'integrity',
+    status: statusFor(score, failures.length > 0),
+    score,
+    justification,
+    evidence: {
+      loaded: true,
+      kind: inspected.kind,
+      library_version: inspected.library_version,
+      module: inspected.module,
+      answer_field: inspected.answer_field,
+      rows: rows.length,
+      empty_answers: emptyAnswers,
+      empty_prompts: emptyPrompts,
+      rewards: rewards.map((reward) => ({ name: reward.name, weight: reward.weight, callable: reward.callable })),
+      failures,
+      warnings,
+    },
+  };
+}

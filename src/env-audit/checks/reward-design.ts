@@ -1,0 +1,88 @@
+import type { AuditRecord } from '../../audit/record.js';
+import type { AnswerFormat } from '../../types.js';
+import { clampScore, type CheckResult } from '../record.js';
+
+/**
+ * Reward design: the gate's verdict on the weighted total, scored through the
+ * environment's own path. The total is the training signal, so it alone
+ * decides; each reward function's own audit is summarised beside it, since a
+ * lenient component hides behind a strict one only until the weights change.
+ * A pure function of the gate records.
+ */
+
+const FORMAT_TEXT: Record<AnswerFormat, string> = {
+  bare: 'a bare answer',
+  boxed: '\\boxed{}',
+  xml: '<answer> tags',
+  line: 'an "Answer:" line',
+  hash: '"#### answer"',
+  json: 'JSON',
+};
+
+/** The answer format the instructions ask for, if they name one. */
+export function promptedFormat(instructions: string | null): AnswerFormat | null {
+  if (!instructions) return null;
+  if (/\\boxed/.test(instructions)) return 'boxed';
+  if (/<answer>/i.test(instructions)) return 'xml';
+  if (/####/.test(instructions)) return 'hash';
+  if (/\bJSON\b/.test(instructions)) return 'json';
+  if (/\bAnswer:/.test(instructions)) return 'line';
+  return null;
+}
+
+export function checkRewardDesign(
+  total: AuditRecord | null,
+  rewards: readonly { name: string; weight: number; audit: AuditRecord }[],
+  skipped: string | null,
+  prompted: AnswerFormat | null = null,
+): CheckResult {
+  if (total === null) {
+    return {
+      name: 'reward_design',
+      status: 'FAIL',
+      score: 0,
+      justification: `not audited: ${skipped ?? 'no reward could be scored'}`,
+      evidence: { audited: false, reason: skipped },
+    };
+  }
+  const fired = total.families.filter((family) => family.hacks > 0).map((family) => family.family);
+  const perReward = rewards.map(({ name, weight, audit }) => ({
+    name,
+    weight,
+    decision: audit.decision,
+    hackability: audit.hackability,
+    reasons: audit.reasons.map((reason) => reason.code),
+  }));
+  const passed = total.decision === 'PASS';
+  const accepted = [...new Set(total.target.golds.flatMap((gold) => gold.accepted_formats))];
+  // Compliant answers that earn nothing: the model is told one format and rewarded for another.
+  const formatMismatch = passed && prompted !== null && !accepted.includes(prompted);
+  const base = clampScore(10 * (1 - total.hackability / 100));
+  const score = passed ? (formatMismatch ? Math.min(base, 6) : base) : Math.min(base, 3);
+  const status = !passed ? 'FAIL' : total.hackability > 0 || formatMismatch ? 'WARN' : 'PASS';
+  const reasons = [...new Set(total.reasons.map((reason) => reason.code))];
+  const justification = passed
+    ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}`
+    : `the weighted reward is gameable or broken: ${reasons.join(', ')}${fired.length > 0 ? `; rewarded: ${fired.slice(0, 4).join(', ')}${fired.length > 4 ? ', …' : ''}` : ''}`;
+  return {
+    name: 'reward_design',
+    status,
+    score,
+    justification,
+    evidence: {
+      audited: true,
+      decision: total.decision,
+      reasons: total.reasons,
+      hackability: total.hackability,
+      hack_rate: total.hack_rate,
+      families_fired: fired,
+      answer_type: total.target.answer_type,
+      accepted_formats: accepted,
+      prompted_format: prompted,
+      rows_audited: total.target.rows_audited,
+      candidates: total.corpus.candidates,
+      false_rejections: total.honest.false_rejections,
+      per_reward: perReward,
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import type { RewardSample } from '../input-files.js';
+import { clampScore, notApplicable, statusFor, type CheckResult } from '../record.js';
+
+/**
+ * Reward distribution over an evaluation results file: enough samples, a
+ * signal that varies (not all identical, standard deviation above 0.05), and
+ * the shares of zero rewards and malformed completions. A collapsed reward
+ * gives the learner nothing to follow. A pure function of the samples.
+ */
+
+const MIN_SAMPLES = 20;
+const MIN_STD = 0.05;
+const MAX_ZERO_SHARE = 0.9;
+const MAX_MALFORMED_SHARE = 0.1;
+
+export function checkRewardDistribution(results: { file: string; layout: string; samples: readonly RewardSample[] } | null): CheckResult {
+  if (results === null) return notApplicable('reward_distribution', 'not checked: no --results file given');
+  const rewards = results.samples.map((sample) => sample.reward).filter((value): value is number => value !== null);
+  const n = rewards.length;
+  const mean = n === 0 ? 0 : rewards.reduce((sum, value) => sum + value, 0) / n;
+  const std = n === 0 ? 0 : Math.sqrt(rewards.reduce((sum, value) => sum + (value - mean) ** 2, 0) / n);
+  const distinct = new Set(rewards).size;
+  const zeroShare = n === 0 ? 0 : rewards.filter((value) => value === 0).length / n;
+  const malformed = results.samples.filter((sample) => sample.malformed).length;
+  const malformedShare = results.samples.length === 0 ? 0 : malformed / results.samples.length;
+  const failures: string[] = [];
+  const warnings: string[] = [];
+  if (n < MIN_SAMPLES) failures.push(`${n} scored samples, fewer than ${MIN_SAMPLES}`);
+  if (n > 0 && distinct === 1) failures.push(`every reward is ${rewards[0]}`);
+  else if (n > 0 && std <= MIN_STD) failures.push(`standard deviation ${std.toFixed(3)} is not above ${MIN_STD}`);
+  if (zeroShare >= MAX_ZERO_SHARE && distinct > 1) warnings.push(`${(zeroShare * 100).toFixed(0)}% of rewards are 0`);
+  if (malformedShare >= MAX_MALFORMED_SHARE) warnings.push(`${(malformedShare * 100).toFixed(0)}% of completions are malformed`);
+  const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
+  const round = (value: number) => Math.round(value * 10000) / 10000;
+  return {
+    name: 'reward_distribution',
+    status: statusFor(score, failures.length > 0),
+    score,
+    justification:
+      failures.length + warnings.length === 0
+        ? `${n} samples, mean ${mean.toFixed(3)}, sd ${std.toFixed(3)}, ${distinct} distinct values, ${(zeroShare * 100).toFixed(0)}% zero`
+        : `${n} samples: ${[...failures, ...warnings].join('; ')}`,
+    evidence: {
+      file: results.file,
+      layout: results.layout,
+      samples: results.samples.length,
+      scored: n,
+      mean: round(mean),
+      std: round(std),
+      min: n === 0 ? null : rewards.reduce((a, b) => Math.min(a, b)),
+      max: n === 0 ? null : rewards.reduce((a, b) => Math.max(a, b)),
+      distinct,
+      zero_share: round(zeroShare),
+      malformed,
+      malformed_share: round(malformedShare),
+      thresholds: { min_samples: MIN_SAMPLES, min_std: MIN_STD, max_zero_share: MAX_ZERO_SHARE, max_malformed_share: MAX_MALFORMED_SHARE },
+    },
+  };
+}

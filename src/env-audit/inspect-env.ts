@@ -1,0 +1,125 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { GatekeptError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { spawnPython } from '../runtime/spawn-python.js';
+
+/**
+ * Load an environment once, outside the gate, and read what the offline
+ * checks need (rows, rewards, weights, load problems). The environment's code
+ * runs in a child Python with a scrubbed environment, a throwaway HOME and
+ * the hubs switched offline; it is killed if it does not finish in time.
+ */
+
+export const ENV_LOADER_PATH = path.join(PACKAGE_ROOT, 'python', 'env_loader.py');
+export const ENV_SHIM_PATH = path.join(PACKAGE_ROOT, 'python', 'env_shim.py');
+
+const rewardSchema = z
+  .object({
+    name: z.string(),
+    weight: z.union([z.number(), z.string(), z.null()]),
+    callable: z.boolean(),
+    finite_weight: z.boolean(),
+    needs_runtime: z.boolean().optional(),
+    group: z.boolean().optional(),
+    judge: z.boolean().optional(),
+  })
+  .passthrough();
+
+const inspectedSchema = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    kind: z.enum(['verifiers-v1', 'verifiers-v0']),
+    library_version: z.string().nullable(),
+    module: z.string(),
+    module_file: z.string().nullable(),
+    answer_field: z.string().nullable(),
+    system_prompt: z.string().nullable(),
+    rows: z.array(z.object({ prompt: z.string().nullable(), answer: z.string().nullable() })),
+    rewards: z.array(rewardSchema),
+  }),
+  z.object({
+    ok: z.literal(false),
+    stage: z.string(),
+    error: z.string(),
+    missing_module: z.string().nullable(),
+    /** The library its source is written for, when that can be read without running it. */
+    kind: z.enum(['verifiers-v1', 'verifiers-v0']).nullable().optional(),
+  }),
+]);
+
+export type InspectedEnv = z.infer<typeof inspectedSchema>;
+export type LoadedEnv = Extract<InspectedEnv, { ok: true }>;
+export type EnvReward = LoadedEnv['rewards'][number];
+
+export interface InspectOptions {
+  /** A package directory (absolute) or an installed module name. */
+  spec: string;
+  python: string;
+  pythonpath: readonly string[];
+  timeoutMs: number;
+  /** Address-space limit of the loading process (0: none), as for the gate's workers. */
+  memoryMb: number;
+}
+
+export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
+  const home = await mkdtemp(path.join(tmpdir(), `gatekept-env-${process.pid}-`));
+  try {
+    const out = path.join(home, 'inspected.json');
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      LANG: 'C.UTF-8',
+      LC_ALL: 'C.UTF-8',
+      HOME: home,
+      TMPDIR: home,
+      PYTHONPATH: options.pythonpath.join(path.delimiter),
+      PYTHONHASHSEED: '0',
+      PYTHONDONTWRITEBYTECODE: '1',
+      HF_DATASETS_OFFLINE: '1',
+      HF_HUB_OFFLINE: '1',
+      HF_DATASETS_DISABLE_PROGRESS_BARS: '1',
+      TRANSFORMERS_OFFLINE: '1',
+      OMP_NUM_THREADS: '1',
+    };
+    const child = await spawnPython(options.python, [ENV_LOADER_PATH, 'inspect', options.spec, out, String(options.memoryMb)], {
+      cwd: home,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      minimumVersion: '3.11',
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      if (stderr.length < 64_000) stderr += chunk.toString('utf8');
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, options.timeoutMs);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+    clearTimeout(timer);
+    if (timedOut) {
+      return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
+    }
+    let text: string;
+    try {
+      text = await readFile(out, 'utf8');
+    } catch {
+      throw new GatekeptError('HARNESS_FAILED', `the environment loader exited with ${String(code)} and wrote no result`, {
+        details: stderr.trim().split('\n').slice(-8),
+        suggestion: 'check that --python is Python 3.11 or newer with verifiers installed',
+      });
+    }
+    const parsed = inspectedSchema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw new GatekeptError('HARNESS_PROTOCOL', `the environment loader wrote an unexpected result: ${parsed.error.message}`);
+    return parsed.data;
+  } finally {
+    await rm(home, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,41 @@
+import type { EnvAuditRecord } from './record.js';
+
+/** The terminal rendering of an environment audit: one row per check, then the rewards and the decision. */
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+const LABELS: Record<string, string> = {
+  integrity: 'integrity',
+  reward_design: 'reward design',
+  dataset_health: 'dataset health',
+  contamination: 'contamination',
+  reward_distribution: 'reward distribution',
+};
+
+export function formatEnvScorecard(record: EnvAuditRecord): string {
+  const lines: string[] = [];
+  const kind = record.env.kind ?? 'unknown kind';
+  lines.push(`gatekept audit --env: ${record.env.id} (${kind})${record.env.path ? ` at ${record.env.path}` : ''}`);
+  lines.push(`${record.env.rows_total} rows, ${record.env.rows_audited} gated; seed ${record.seed}`);
+  lines.push('');
+  const width = Math.max(...record.checks.map((check) => LABELS[check.name]!.length), 5);
+  lines.push(`${pad('check', width)}  status  score  justification`);
+  for (const check of record.checks) {
+    const score = check.score === null ? '  -  ' : `${check.score.toFixed(1).padStart(4)} `;
+    lines.push(`${pad(LABELS[check.name]!, width)}  ${pad(check.status, 6)}  ${score}  ${check.justification}`);
+  }
+  if (record.rewards.length > 0) {
+    lines.push('');
+    lines.push('rewards (each gated on its own; the decision rests on the weighted total):');
+    for (const reward of record.rewards) {
+      lines.push(`  ${pad(reward.name, 20)} weight ${String(reward.weight).padEnd(5)} ${pad(reward.audit.decision, 6)} hackability ${reward.audit.hackability.toFixed(1)}`);
+    }
+    if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} hackability ${record.total.hackability.toFixed(1)}`);
+  }
+  lines.push('');
+  lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${record.decision === 'REJECT' ? `; failed: ${record.checks.filter((check) => check.status === 'FAIL').map((check) => LABELS[check.name]).join(', ')}` : ''}`);
+  lines.push(record.statement);
+  return lines.join('\n');
+}

@@ -1,0 +1,68 @@
+/**
+ * Text normalisation and n-gram overlap shared by the duplicate and
+ * contamination checks: case, Unicode compatibility forms, punctuation and
+ * spacing are ignored, so "What is 17 + 25?" and "what is 17+25 ?" match.
+ */
+
+export function normalizeText(text: string): string {
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, ' ')
+    .trim();
+}
+
+/** Character n-grams of normalised text; short texts yield themselves. */
+export function charGrams(normalized: string, n = 8): Set<string> {
+  const grams = new Set<string>();
+  if (normalized.length <= n) {
+    if (normalized) grams.add(normalized);
+    return grams;
+  }
+  for (let i = 0; i + n <= normalized.length; i++) grams.add(normalized.slice(i, i + n));
+  return grams;
+}
+
+/** Share of `a`'s grams found in `b` (containment), 0..1. */
+export function containment(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
+  if (a.size === 0) return 0;
+  let shared = 0;
+  for (const gram of a) if (b.has(gram)) shared++;
+  return shared / a.size;
+}
+
+/**
+ * For each query text, the indexed texts sharing at least `threshold` of the
+ * query's grams (and vice versa, the smaller side decides), found through an
+ * inverted index so large files stay fast.
+ */
+export class GramIndex {
+  private readonly postings = new Map<string, number[]>();
+  readonly sizes: number[] = [];
+
+  add(grams: ReadonlySet<string>): number {
+    const id = this.sizes.length;
+    this.sizes.push(grams.size);
+    for (const gram of grams) {
+      const list = this.postings.get(gram);
+      if (list) list.push(id);
+      else this.postings.set(gram, [id]);
+    }
+    return id;
+  }
+
+  /** Indexed ids whose overlap with `grams` (shared / smaller size) is at least `threshold`. */
+  matches(grams: ReadonlySet<string>, threshold: number, exclude?: (id: number) => boolean): { id: number; overlap: number }[] {
+    const counts = new Map<number, number>();
+    for (const gram of grams) {
+      for (const id of this.postings.get(gram) ?? []) counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    const out: { id: number; overlap: number }[] = [];
+    for (const [id, shared] of counts) {
+      if (exclude?.(id)) continue;
+      const overlap = shared / Math.max(1, Math.min(grams.size, this.sizes[id]!));
+      if (overlap >= threshold) out.push({ id, overlap: Math.round(overlap * 1000) / 1000 });
+    }
+    return out.sort((a, b) => b.overlap - a.overlap || a.id - b.id);
+  }
+}

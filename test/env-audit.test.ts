@@ -1,0 +1,324 @@
+/**
+ * `gatekept audit --env` against small environments built for both library
+ * versions (test/fixtures/envs), loaded and scored with the real verifiers
+ * 0.4 and 0.3.1 in the test venvs, plus the pure checks on hand-made inputs.
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
+import { withoutTiming } from '../src/audit/record.js';
+import { checkContamination } from '../src/env-audit/checks/contamination.js';
+import { checkDatasetHealth, promptLeaksAnswer } from '../src/env-audit/checks/dataset-health.js';
+import { checkIntegrity } from '../src/env-audit/checks/integrity.js';
+import { checkRewardDesign, promptedFormat } from '../src/env-audit/checks/reward-design.js';
+import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
+import { auditEnv } from '../src/env-audit/env-audit.js';
+import { loadAgainstFile, loadResultsFile } from '../src/env-audit/input-files.js';
+import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
+import type { EnvAuditRecord } from '../src/env-audit/record.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { testPython } from './support/test-python.js';
+
+const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const V1 = () => testPython('verifiers-v1');
+const V0 = () => testPython('verifiers-v0');
+/** Two rows keep each gate run to a few seconds; the decision rule is the gate's own. */
+const ROWS = 2;
+const WORKERS = 2;
+
+function cli(args: string[]) {
+  return execa(process.execPath, [BIN, ...args], { cwd: PACKAGE_ROOT, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
+}
+
+function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
+  const found = record.checks.find((entry) => entry.name === name);
+  if (!found) throw new Error(`no ${name} check`);
+  return found;
+}
+
+async function leftovers(): Promise<string[]> {
+  const names = await readdir(os.tmpdir());
+  return names.filter((name) => name.startsWith(`gatekept-env-${process.pid}-`) || name.startsWith(`gatekept-shim-${process.pid}-`));
+}
+
+let scratch: string;
+let healthyV1: string;
+let collapsedV0: string;
+let healthyV0: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-env-audit-test-'));
+  healthyV1 = path.join(scratch, 'traces.jsonl');
+  collapsedV0 = path.join(scratch, 'collapsed-results.jsonl');
+  healthyV0 = path.join(scratch, 'results.jsonl');
+  const make = path.join(ENVS, 'make_results.py');
+  await execa(V1(), [make, 'v1', 'healthy', path.join(ENVS, 'v1-sound'), healthyV1], { env: { HF_DATASETS_OFFLINE: '1' } });
+  await execa(V0(), [make, 'v0', 'collapsed', path.join(ENVS, 'v0-sound'), collapsedV0], { env: { HF_DATASETS_OFFLINE: '1' } });
+  await execa(V0(), [make, 'v0', 'healthy', path.join(ENVS, 'v0-sound'), healthyV0], { env: { HF_DATASETS_OFFLINE: '1' } });
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('verifiers 0.4 environments', () => {
+  it('a sound Taskset passes, with each reward and the weighted total gated through Task.score', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, results: healthyV1 });
+    const { record } = result;
+    expect(result.exitCode).toBe(0);
+    expect(record.schema).toBe('gatekept.env-audit/v1');
+    expect(record.decision).toBe('PASS');
+    expect(record.env).toMatchObject({ id: 'v1_sound', kind: 'verifiers-v1', rows_total: 12, rows_audited: ROWS });
+    expect(check(record, 'integrity').status).toBe('PASS');
+    expect(check(record, 'reward_design')).toMatchObject({ status: 'PASS', score: 10 });
+    expect(check(record, 'dataset_health').status).toBe('PASS');
+    expect(check(record, 'contamination').status).toBe('N/A');
+    expect(check(record, 'reward_distribution')).toMatchObject({ status: 'PASS', evidence: { layout: 'verifiers-v1', scored: 30 } });
+    expect(record.total?.decision).toBe('PASS');
+    expect(record.rewards.map((reward) => [reward.name, reward.weight])).toEqual([
+      ['correct', 1],
+      ['formatted', 0.1],
+    ]);
+    // The format reward alone does not check the answer: reported, but not what the decision rests on.
+    expect(record.rewards.find((reward) => reward.name === 'formatted')!.audit.decision).toBe('REJECT');
+    expect(record.rewards.find((reward) => reward.name === 'correct')!.audit.decision).toBe('PASS');
+    // Honest calibration through the environment: the boxed gold earns correct + 0.1 formatted.
+    const boxed = record.total!.honest.calibration.find((cell) => cell.format === 'boxed' && !cell.think && cell.row === record.total!.target.golds[0]!.row);
+    expect(boxed).toMatchObject({ honest: 1.1, wrong: 0.1, accepted: true });
+    expect(record.score).toBe(10);
+    expect(check(record, 'reward_design').evidence).toMatchObject({ prompted_format: 'boxed', accepted_formats: ['boxed'] });
+    // Had the instructions asked for <answer> tags, compliant answers would earn nothing.
+    const mismatch = checkRewardDesign(record.total, record.rewards, null, 'xml');
+    expect(mismatch.status).toBe('WARN');
+    expect(mismatch.justification).toMatch(/ask for <answer> tags, which it does not reward/);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it('a Taskset not exported through __all__ fails integrity (exit 2)', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-no-export'), python: V1(), rows: ROWS, workers: WORKERS });
+    expect(result.exitCode).toBe(2);
+    expect(result.record.env.kind).toBe('verifiers-v1');
+    expect(check(result.record, 'integrity')).toMatchObject({ status: 'FAIL', evidence: { stage: 'exports' } });
+    expect(check(result.record, 'integrity').justification).toMatch(/__all__/);
+  });
+
+  it('a reward that accepts answer dumps fails reward design (exit 1)', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-dump'), python: V1(), rows: ROWS, workers: WORKERS });
+    expect(result.exitCode).toBe(1);
+    expect(result.decision).toBe('REJECT');
+    const design = check(result.record, 'reward_design');
+    expect(design.status).toBe('FAIL');
+    expect(design.evidence.families_fired).toContain('answer-dump');
+    expect(result.record.total?.decision).toBe('REJECT');
+    // One reward: its own audit is the total's.
+    expect(result.record.rewards).toHaveLength(1);
+  });
+
+  it('duplicated rows, a leaked answer and an empty answer fail dataset health', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-dupes'), python: V1(), rows: ROWS, workers: WORKERS });
+    const health = check(result.record, 'dataset_health');
+    expect(health.status).toBe('FAIL');
+    expect(health.evidence).toMatchObject({ duplicates_total: 2, empty_answers_total: 1, near_duplicates_total: 1, answer_in_prompt_total: 1 });
+    expect(check(result.record, 'integrity')).toMatchObject({ status: 'WARN' });
+    expect(check(result.record, 'integrity').justification).toMatch(/1 empty answer/);
+    // The gate only uses rows with an answer, and still passes the sound reward.
+    expect(check(result.record, 'reward_design').status).toBe('PASS');
+    expect(result.exitCode).toBe(1);
+  });
+
+  it('a module that does not import fails integrity with exit 2 and the record on --json', async () => {
+    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--json']);
+    expect(run.exitCode).toBe(2);
+    const record = JSON.parse(run.stdout) as EnvAuditRecord;
+    expect(record.decision).toBe('REJECT');
+    expect(record.env.kind).toBe('verifiers-v1');
+    expect(check(record, 'integrity')).toMatchObject({ status: 'FAIL', score: 0, evidence: { loaded: false, missing_module: 'gatekept_no_such_module' } });
+    expect(check(record, 'reward_design').status).toBe('N/A');
+    expect(record.total).toBeNull();
+  });
+
+  it('--report writes the scorecard of checks as Markdown or HTML, and refuses an unknown extension before loading', async () => {
+    const markdown = path.join(scratch, 'env-report.md');
+    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', markdown]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/report written to .*env-report\.md/);
+    const text = await readFile(markdown, 'utf8');
+    expect(text).toMatch(/REJECT/);
+    expect(text).toMatch(/\| `integrity` \| \*\*FAIL\*\*/);
+    const bad = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', path.join(scratch, 'env-report.txt')]);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/cannot tell the report format/);
+    expect(bad.stdout).toBe('');
+  });
+
+  it('an installed module is found by name or hub id, as vf-eval resolves it', async () => {
+    const target = path.join(scratch, 'site');
+    await execa(V1(), ['-m', 'pip', 'install', '--no-deps', '--no-index', '--no-build-isolation', '--quiet', '--disable-pip-version-check', '--target', target, path.join(ENVS, 'v1-sound')], { stdin: 'ignore' });
+    const result = await auditEnv({ env: 'someone/v1-sound@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
+    expect(result.record.env).toMatchObject({ id: 'v1_sound', kind: 'verifiers-v1', path: null });
+    expect(check(result.record, 'integrity').status).toBe('PASS');
+    expect(result.record.total?.decision).toBeDefined();
+  });
+});
+
+describe('classic verifiers 0.3 environments', () => {
+  it('a sound environment gates through its rubric and parser; contamination and a collapsed distribution fail', async () => {
+    const run = await cli([
+      'audit', '--env', path.join(ENVS, 'v0-sound'), '--python', V0(), '--rows', String(ROWS), '--workers', String(WORKERS),
+      '--against', path.join(ENVS, 'contamination.jsonl'), '--results', collapsedV0,
+    ]);
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toMatch(/^check +status +score +justification$/m);
+    expect(run.stdout).toMatch(/^reward design +PASS +10\.0/m);
+    expect(run.stdout).toMatch(/^contamination +FAIL +\d+\.\d +1 exact and 2 near matches/m);
+    expect(run.stdout).toMatch(/^reward distribution +FAIL +\d+\.\d +30 samples: every reward is 0\.1/m);
+    expect(run.stdout).toMatch(/^REJECT: score \d+\.\d\/10/m);
+  });
+
+  it('--json: every check with evidence and the gate records inside', async () => {
+    const run = await cli([
+      'audit', '--env', path.join(ENVS, 'v0-sound'), '--python', V0(), '--rows', String(ROWS), '--workers', String(WORKERS),
+      '--against', path.join(ENVS, 'unrelated.jsonl'), '--results', healthyV0, '--json',
+    ]);
+    expect(run.exitCode).toBe(0);
+    const record = JSON.parse(run.stdout) as EnvAuditRecord;
+    expect(record.env).toMatchObject({ id: 'v0_sound', kind: 'verifiers-v0', rows_total: 12 });
+    expect(record.checks.map((entry) => [entry.name, entry.status])).toEqual([
+      ['integrity', 'PASS'],
+      ['reward_design', 'PASS'],
+      ['dataset_health', 'PASS'],
+      ['contamination', 'PASS'],
+      ['reward_distribution', 'PASS'],
+    ]);
+    expect(record.total?.schema).toMatch(/^gatekept\.audit\//);
+    expect(record.rewards.map((reward) => reward.name)).toEqual(['correct', 'formatted']);
+    expect(record.policy).toMatchObject({ env_audit: { weights: { reward_design: 4 } } });
+    expect(check(record, 'reward_distribution').evidence).toMatchObject({ layout: 'verifiers-v0', scored: 30 });
+  });
+
+  it('a reward that accepts answer dumps fails reward design; the record is deterministic apart from timing', async () => {
+    const options = { env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS };
+    const result = await auditEnv(options);
+    expect(result.exitCode).toBe(1);
+    expect(check(result.record, 'reward_design').status).toBe('FAIL');
+    expect(check(result.record, 'reward_design').evidence.families_fired).toContain('answer-dump');
+    expect(check(result.record, 'integrity').status).toBe('PASS');
+    const again = await auditEnv({ ...options, workers: 1 });
+    const untimed = (record: EnvAuditRecord) =>
+      JSON.stringify({ ...record, total: record.total && withoutTiming(record.total), rewards: record.rewards.map((reward) => ({ ...reward, audit: withoutTiming(reward.audit) })) });
+    expect(untimed(again.record)).toBe(untimed(result.record));
+  });
+
+  it('duplicated rows and an empty answer fail dataset health', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v0-dupes'), python: V0(), rows: 1, workers: WORKERS });
+    expect(check(result.record, 'dataset_health')).toMatchObject({ status: 'FAIL', evidence: { duplicates_total: 2, empty_answers_total: 1 } });
+  });
+
+  it('a module that does not import fails integrity with exit 2', async () => {
+    const run = await cli(['audit', '--env', path.join(ENVS, 'v0-broken'), '--python', V0()]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stdout).toMatch(/^integrity +FAIL +0\.0 +does not load \(import\).*gatekept_no_such_module/m);
+    expect(run.stdout).toMatch(/^REJECT/m);
+  });
+});
+
+describe('scoring through the environment under any gold', () => {
+  it('substitutes the gold into the row for both libraries', async () => {
+    const script = [
+      'import asyncio, sys',
+      `sys.path.insert(0, ${JSON.stringify(path.dirname(ENV_LOADER_PATH))})`,
+      'import env_loader',
+      'env, _ = env_loader.open_env(sys.argv[1])',
+      'print([asyncio.run(env.score(0, g, t)) for g, t in [("42", "\\\\boxed{42}"), ("43", "\\\\boxed{43}"), ("43", "\\\\boxed{42}")]])',
+    ].join('\n');
+    for (const [python, dir] of [[V1(), 'v1-sound'], [V0(), 'v0-sound']] as const) {
+      const run = await execa(python, ['-c', script, path.join(ENVS, dir)], { env: { HF_DATASETS_OFFLINE: '1' } });
+      expect(run.stdout.trim().split('\n').at(-1)).toBe('[1.1, 1.1, 0.1]');
+    }
+  });
+});
+
+describe('bad input', () => {
+  it('a missing directory is exit 2 naming it', async () => {
+    const run = await cli(['audit', '--env', './no-such-env-dir', '--python', V1()]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/FILE_NOT_FOUND.*no-such-env-dir/);
+  });
+
+  it('a results file in neither layout is exit 2 naming the line', async () => {
+    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--results', path.join(ENVS, 'contamination.jsonl')]);
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toMatch(/line 1 has neither "traces"/);
+  });
+
+  it('policy weights are validated', () => {
+    expect(DEFAULT_POLICY.envAudit.weights).toEqual({ integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 });
+    expect(parsePolicy({ env_audit: { weights: { integrity: 5 } } }).envAudit.weights.integrity).toBe(5);
+    expect(() => parsePolicy({ env_audit: { weights: { integrity: -1 } } })).toThrow(/invalid policy/);
+    expect(() => parsePolicy({ env_audit: { weights: { speed: 1 } } })).toThrow(/invalid policy/);
+  });
+});
+
+describe('the checks as pure functions', () => {
+  it('dataset health: clean rows pass; near-duplicates, skew and leaks are named', () => {
+    expect(checkDatasetHealth([{ prompt: 'What is 1 + 1?', answer: '2' }, { prompt: 'What is 2 + 5?', answer: '7' }]).status).toBe('PASS');
+    const skewed = checkDatasetHealth(
+      Array.from({ length: 10 }, (_, i) => ({ prompt: `Is ${i} a small number, honestly?`, answer: i < 9 ? 'true' : 'false' })),
+    );
+    expect(skewed.status).toBe('WARN');
+    expect(skewed.evidence.label_skew).toMatchObject({ label: 'true', share: 0.9 });
+    const mixed = checkDatasetHealth([
+      { prompt: 'What is 6 * 7?', answer: '42' },
+      { prompt: 'What is 6*7 ?', answer: '42' },
+      { prompt: 'What is 3 + 4?', answer: 'seven' },
+      { prompt: 'What is 1 + 1?', answer: '2' },
+      { prompt: 'What is 2 + 2?', answer: '4' },
+      { prompt: 'What is 3 + 3?', answer: '6' },
+    ]);
+    expect(mixed.evidence).toMatchObject({ near_duplicates_total: 1, unparseable_total: 1, answer_type: 'numeric' });
+    expect(promptLeaksAnswer('Compute 6 * 7. (The answer is 42.)', '42')).toBe(true);
+    expect(promptLeaksAnswer('What is 81 / 9?', '9')).toBe(false);
+    expect(promptedFormat('Put the final answer in \\boxed{}.')).toBe('boxed');
+    expect(promptedFormat('Reply inside <answer></answer>.')).toBe('xml');
+    expect(promptedFormat('End with a line "Answer: X".')).toBe('line');
+    expect(promptedFormat('Think step by step.')).toBeNull();
+  });
+
+  it('contamination: N/A without files; exact and near pairs listed', async () => {
+    expect(checkContamination(['What is 1 + 1?'], null).status).toBe('N/A');
+    const against = await loadAgainstFile(path.join(ENVS, 'contamination.jsonl'));
+    const result = checkContamination(['What is 17 + 25?', 'What is 123 + 321?', 'What is 250 + 125?', 'What is 9 * 8?'], against, ['contamination.jsonl']);
+    expect(result.status).toBe('FAIL');
+    expect(result.evidence).toMatchObject({ exact: 1, near: 2 });
+    expect((result.evidence.pairs as { row: number; kind: string; line: number }[]).map((pair) => [pair.row, pair.kind, pair.line])).toEqual([
+      [0, 'exact', 1],
+      [1, 'near', 2],
+      [2, 'near', 3],
+    ]);
+  });
+
+  it('reward distribution: too few, identical and flat rewards fail; N/A without a file', async () => {
+    expect(checkRewardDistribution(null).status).toBe('N/A');
+    const samples = (values: number[]) => ({ file: 'x', layout: 'verifiers-v0', samples: values.map((reward, i) => ({ line: i + 1, reward, malformed: false })) });
+    expect(checkRewardDistribution(samples([0, 1, 0, 1])).justification).toMatch(/fewer than 20/);
+    expect(checkRewardDistribution(samples(Array(25).fill(0.5))).status).toBe('FAIL');
+    expect(checkRewardDistribution(samples([...Array(24).fill(0.5), 0.51])).justification).toMatch(/standard deviation/);
+    expect(checkRewardDistribution(samples(Array.from({ length: 30 }, (_, i) => i % 2))).status).toBe('PASS');
+    const healthy = await loadResultsFile(healthyV1);
+    expect(healthy.layout).toBe('verifiers-v1');
+    expect(healthy.samples.filter((sample) => sample.reward === 1.1)).not.toHaveLength(0);
+  });
+
+  it('integrity: missing answers, non-finite weights and uncallable rewards fail', () => {
+    const base = { ok: true as const, kind: 'verifiers-v1' as const, library_version: '0.4.0', module: 'm', module_file: null, answer_field: 'answer', system_prompt: null };
+    const reward = { name: 'r', weight: 1, callable: true, finite_weight: true };
+    expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [reward] }).status).toBe('PASS');
+    expect(checkIntegrity({ ...base, answer_field: null, rows: [{ prompt: 'q', answer: null }], rewards: [reward] }).status).toBe('FAIL');
+    expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [{ ...reward, weight: 'inf', finite_weight: false }] }).justification).toMatch(/non-finite weight: r/);
+    expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [{ ...reward, callable: false }] }).status).toBe('FAIL');
+  });
+});
