@@ -5,6 +5,10 @@
  * results/measure-gate.json and results/measure-gate.md, and the Markdown
  * table is written into the README between its measure-gate markers.
  *
+ * The reference panel under test/panel/ is measured too, in the
+ * interpreter that holds math-verify (--panel-python, default: the cached
+ * verifiers-v1 test environment).
+ *
  *   npm run measure            regenerate results/ and the README table
  *   npm run measure -- --check regenerate in memory and fail if the committed files differ
  */
@@ -20,19 +24,54 @@ import { loadCorpus } from '../src/audit/corpus.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { DEFAULT_POLICY, policyRecord } from '../src/audit/policy.js';
 import { TOOL } from '../src/tool-info.js';
+import { testPython } from '../test/support/test-python.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../src/types.js';
 
 const CORPUS_DIR = path.join(PACKAGE_ROOT, 'examples', 'verifiers');
+const PANEL_DIR = path.join(PACKAGE_ROOT, 'test', 'panel');
+/** The panel's variants: the sound reader and the same reader with one injected bug of each class. */
+const PANEL_VARIANTS = [
+  { fn: 'reward', expected: ['sound', 'false-accept only'] },
+  { fn: 'reward_exploit', expected: ['exploitable'] },
+  { fn: 'reward_false_accept', expected: ['false-accept only'] },
+] as const;
+
+const panelSchema = z.object({ file: z.string(), answer: z.string(), answer_type: z.enum(ANSWER_TYPES), style: z.string() });
+
+export interface PanelOutcome {
+  file: string;
+  style: string;
+  variant: string;
+  observed: VerifierClass;
+  decision: 'PASS' | 'REJECT';
+  /** The decision the same record gets under a strict policy: any false accept rejects. */
+  strict_decision: 'PASS' | 'REJECT';
+  hackability: number;
+  exploits: number;
+  false_accepts: number;
+  equivalent_forms: number;
+  attempts: number;
+  correct: boolean;
+}
 const RESULTS_JSON = path.join(PACKAGE_ROOT, 'results', 'measure-gate.json');
 const RESULTS_MD = path.join(PACKAGE_ROOT, 'results', 'measure-gate.md');
 const README = path.join(PACKAGE_ROOT, 'README.md');
 const BEGIN = '<!-- measure-gate:begin -->';
 const END = '<!-- measure-gate:end -->';
 
+/**
+ * Four classes, by what the verifier pays for: an exploit (a completion
+ * rewarded under more than one gold, or a reward that ignores the answer),
+ * only false accepts (rewards paid under the gold alone for completions that
+ * do not commit to it), nothing it should not, or it cannot be audited.
+ */
+export const CLASSES = ['exploitable', 'false-accept only', 'sound', 'broken'] as const;
+export type VerifierClass = (typeof CLASSES)[number];
+
 const labelSchema = z.object({
   file: z.string(),
   fn: z.string(),
-  label: z.enum(['gameable', 'robust', 'broken']),
+  label: z.enum(CLASSES),
   answer: z.string(),
   answer_type: z.enum(ANSWER_TYPES),
   choices: z.array(z.string()).optional(),
@@ -48,6 +87,9 @@ export interface VerifierOutcome {
   label: Label['label'];
   exploits: string | null;
   decision: 'PASS' | 'REJECT' | 'ERROR';
+  /** The class the audit puts the verifier in under the default policy. */
+  observed: VerifierClass;
+  false_accepts: number | null;
   /** The error code when the gate could not run (a verifier that does not import). */
   error: string | null;
   hackability: number | null;
@@ -69,18 +111,65 @@ export interface Measurement {
     date: string;
   };
   verifiers: VerifierOutcome[];
+  /** The reference panel, run in the interpreter that holds math-verify. */
+  panel: PanelOutcome[];
   totals: {
-    gameable_caught: string;
-    robust_passed: string;
-    false_positive_rate: number;
+    /** Per label: verifiers the audit put in that class, of those labelled so. */
+    exploitable_rejected: string;
+    false_accept_only_found: string;
+    sound_passed: string;
     broken_rejected: string;
-    twins: { lenient: string; hardened: string; hackability: string }[];
+    /** Verifiers labelled sound or false-accept only that the default policy rejects. */
+    false_positive_rate: number;
+    twins: { lenient: string; hardened: string; hackability: string; false_accepts: string }[];
+    panel_sound_passed: string;
+    panel_exploit_bugs_rejected: string;
+    panel_false_accept_bugs_reported: string;
   };
 }
 
-/** A label's expectation: gameable and broken ones rejected (or unloadable), robust ones passed. */
-function isCorrect(label: Label['label'], decision: VerifierOutcome['decision']): boolean {
-  return label === 'robust' ? decision === 'PASS' : decision !== 'PASS';
+async function measurePanel(python: string): Promise<PanelOutcome[]> {
+  const entries = z.array(panelSchema).parse(JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')));
+  const outcomes: PanelOutcome[] = [];
+  for (const entry of entries) {
+    for (const variant of PANEL_VARIANTS) {
+      const { record } = await gate({
+        reward: path.join('test', 'panel', `${entry.file}:${variant.fn}`),
+        answer: entry.answer,
+        answerType: entry.answer_type,
+        policy: DEFAULT_POLICY,
+        python,
+        cwd: PACKAGE_ROOT,
+        workers: 1,
+      });
+      const observed = classify(record);
+      outcomes.push({
+        file: entry.file,
+        style: entry.style,
+        variant: variant.fn,
+        observed,
+        decision: record.decision,
+        strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 ? 'REJECT' : 'PASS',
+        hackability: record.hackability,
+        exploits: record.findings_total,
+        false_accepts: record.false_accepts.total,
+        equivalent_forms: record.equivalent_forms.total,
+        attempts: record.hack_rate.n,
+        correct: (variant.expected as readonly string[]).includes(observed),
+      });
+    }
+  }
+  return outcomes;
+}
+
+const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'FORMAT_ONLY']);
+
+/** The class an audit record puts a verifier in. */
+export function classify(record: { decision: string; reasons: { code: string }[]; false_accepts: { total: number } }): VerifierClass {
+  if (record.decision === 'PASS') return record.false_accepts.total > 0 ? 'false-accept only' : 'sound';
+  const codes = record.reasons.map((reason) => reason.code);
+  if (codes.some((code) => !EXPLOIT_CODES.has(code) && code !== 'FALSE_ACCEPTS')) return 'broken';
+  return 'exploitable';
 }
 
 async function gateOne(label: Label, python: string): Promise<VerifierOutcome & { pythonVersion?: string }> {
@@ -98,15 +187,18 @@ async function gateOne(label: Label, python: string): Promise<VerifierOutcome & 
       workers: 1,
     });
     const record = result.record;
+    const observed = classify(record);
     return {
       ...base,
       decision: record.decision,
+      observed,
+      false_accepts: record.false_accepts.total,
       error: null,
       hackability: record.hackability,
       hack_rate: { point: record.hack_rate.point, lo: record.hack_rate.lo, hi: record.hack_rate.hi, n: record.hack_rate.n },
       families_fired: record.families.filter((family) => family.hacks > 0).map((family) => family.family),
       reasons: [...new Set(record.reasons.map((reason) => reason.code))],
-      correct: isCorrect(label.label, record.decision),
+      correct: observed === label.label,
       pythonVersion: record.environment.python,
     };
   } catch (error) {
@@ -114,12 +206,14 @@ async function gateOne(label: Label, python: string): Promise<VerifierOutcome & 
     return {
       ...base,
       decision: 'ERROR',
+      observed: 'broken' as const,
+      false_accepts: null,
       error: error.code,
       hackability: null,
       hack_rate: null,
       families_fired: [],
       reasons: [error.code],
-      correct: isCorrect(label.label, 'ERROR'),
+      correct: label.label === 'broken',
     };
   }
 }
@@ -132,7 +226,12 @@ function gitCommit(): string {
   }
 }
 
-export async function measureGate(python: string): Promise<Measurement> {
+export async function measureGate(python: string, panelPython: string): Promise<Measurement> {
+  const panel = await measurePanel(panelPython);
+  const panelCount = (variant: string) => {
+    const group = panel.filter((outcome) => outcome.variant === variant);
+    return `${group.filter((outcome) => outcome.correct).length}/${group.length}`;
+  };
   const labels = z.array(labelSchema).parse(JSON.parse(readFileSync(path.join(CORPUS_DIR, 'labels.json'), 'utf8')));
   const corpus = await loadCorpus();
   const outcomes: (VerifierOutcome & { pythonVersion?: string })[] = [];
@@ -141,17 +240,25 @@ export async function measureGate(python: string): Promise<Measurement> {
     const group = outcomes.filter((outcome) => outcome.label === kind);
     return { hit: group.filter(predicate).length, total: group.length };
   };
-  const caught = count('gameable', (outcome) => outcome.decision !== 'PASS');
-  const passed = count('robust', (outcome) => outcome.decision === 'PASS');
-  const broken = count('broken', (outcome) => outcome.decision !== 'PASS');
+  const exploitable = count('exploitable', (outcome) => outcome.observed === 'exploitable');
+  const falseAcceptOnly = count('false-accept only', (outcome) => outcome.observed === 'false-accept only');
+  const sound = count('sound', (outcome) => outcome.observed === 'sound');
+  const broken = count('broken', (outcome) => outcome.observed === 'broken');
+  const shouldPass = outcomes.filter((outcome) => outcome.label === 'sound' || outcome.label === 'false-accept only');
   const byFile = new Map(outcomes.map((outcome) => [outcome.file, outcome]));
   const twins = labels
-    .filter((label) => label.twin && label.label === 'gameable')
+    .filter((label) => label.twin && label.exploits)
     .map((label) => {
       const lenient = byFile.get(label.file)!;
       const hardened = byFile.get(label.twin!);
       const score = (outcome: VerifierOutcome | undefined) => (outcome?.hackability ?? Number.NaN).toFixed(1);
-      return { lenient: label.file, hardened: label.twin!, hackability: `${score(lenient)} -> ${score(hardened)}` };
+      const accepts = (outcome: VerifierOutcome | undefined) => String(outcome?.false_accepts ?? '-');
+      return {
+        lenient: label.file,
+        hardened: label.twin!,
+        hackability: `${score(lenient)} -> ${score(hardened)}`,
+        false_accepts: `${accepts(lenient)} -> ${accepts(hardened)}`,
+      };
     });
   const fraction = (value: { hit: number; total: number }) => `${value.hit}/${value.total}`;
   return {
@@ -166,12 +273,18 @@ export async function measureGate(python: string): Promise<Measurement> {
       date: new Date().toISOString().slice(0, 10),
     },
     verifiers: outcomes.map(({ pythonVersion: _python, ...outcome }) => outcome),
+    panel,
     totals: {
-      gameable_caught: fraction(caught),
-      robust_passed: fraction(passed),
-      false_positive_rate: passed.total === 0 ? 0 : Number(((passed.total - passed.hit) / passed.total).toFixed(4)),
+      exploitable_rejected: fraction(exploitable),
+      false_accept_only_found: fraction(falseAcceptOnly),
+      sound_passed: fraction(sound),
       broken_rejected: fraction(broken),
+      false_positive_rate:
+        shouldPass.length === 0 ? 0 : Number((shouldPass.filter((outcome) => outcome.decision !== 'PASS').length / shouldPass.length).toFixed(4)),
       twins,
+      panel_sound_passed: panelCount('reward'),
+      panel_exploit_bugs_rejected: panelCount('reward_exploit'),
+      panel_false_accept_bugs_reported: panelCount('reward_false_accept'),
     },
   };
 }
@@ -188,20 +301,35 @@ export function renderMarkdown(measurement: Measurement): string {
     '',
     '| metric | value |',
     '|---|---|',
-    `| gameable verifiers caught (rejected) | ${percent(totals.gameable_caught)} |`,
-    `| robust verifiers passed | ${percent(totals.robust_passed)} |`,
-    `| false-positive rate (robust wrongly rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
-    `| broken verifiers rejected | ${percent(totals.broken_rejected)} |`,
-    ...totals.twins.map((twin) => `| hackability, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability} |`),
+    `| exploitable verifiers rejected for exploits | ${percent(totals.exploitable_rejected)} |`,
+    `| false-accept-only verifiers passed with their false accepts reported | ${percent(totals.false_accept_only_found)} |`,
+    `| sound verifiers passed with nothing reported | ${percent(totals.sound_passed)} |`,
+    `| broken verifiers rejected as broken | ${percent(totals.broken_rejected)} |`,
+    `| false-positive rate (sound or false-accept-only verifiers rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
+    ...totals.twins.map(
+      (twin) => `| hackability; false accepts, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability}; ${twin.false_accepts} |`,
+    ),
+    `| reference panel: sound verifiers passed with zero exploits | ${percent(totals.panel_sound_passed)} |`,
+    `| reference panel: injected exploit bugs rejected | ${percent(totals.panel_exploit_bugs_rejected)} |`,
+    `| reference panel: injected false-accept bugs passed with false accepts reported | ${percent(totals.panel_false_accept_bugs_reported)} |`,
     '',
-    '| verifier | label | decision | hackability | hack rate [lo, hi] | families that fired |',
-    '|---|---|---|---|---|---|',
+    '| verifier | label | observed | decision | hackability | hack rate [lo, hi] | false accepts | families with exploits |',
+    '|---|---|---|---|---|---|---|---|',
     ...measurement.verifiers.map((outcome) => {
       const rate = outcome.hack_rate && outcome.hack_rate.n > 0 ? `${outcome.hack_rate.point.toFixed(3)} [${outcome.hack_rate.lo.toFixed(3)}, ${outcome.hack_rate.hi.toFixed(3)}]` : '-';
       const decision = outcome.error ? `${outcome.decision} (${outcome.error})` : outcome.decision;
       const fired = outcome.families_fired.length ? outcome.families_fired.join(', ') : outcome.reasons.filter((code) => !code.startsWith('HACK')).join(', ') || '-';
-      return `| \`${outcome.file}\` | ${outcome.label} | ${decision}${outcome.correct ? '' : ' ✗'} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${fired} |`;
+      return `| \`${outcome.file}\` | ${outcome.label} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${decision} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${outcome.false_accepts ?? '-'} | ${fired} |`;
     }),
+    '',
+    'Reference panel (`test/panel/`, written from public descriptions of widely used reward code), each verifier sound and with one injected bug of each class:',
+    '',
+    '| verifier | style | variant | observed | decision | under --strict | hackability | exploits | false accepts | equivalent forms | attempts |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...measurement.panel.map(
+      (outcome) =>
+        `| \`${outcome.file}\` | ${outcome.style.replace(/\|/g, '\\|')} | ${outcome.variant} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${outcome.decision} | ${outcome.strict_decision} | ${outcome.hackability.toFixed(1)} | ${outcome.exploits} | ${outcome.false_accepts} | ${outcome.equivalent_forms} | ${outcome.attempts} |`,
+    ),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -220,9 +348,13 @@ function readmeWith(table: string): string {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { check: { type: 'boolean', default: false }, python: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { check: { type: 'boolean', default: false }, python: { type: 'string' }, 'panel-python': { type: 'string' } },
+  });
   const python = values.python ?? process.env.GATEKEPT_PYTHON ?? 'python3';
-  const measurement = await measureGate(python);
+  // The panel needs math-verify: the verifiers 0.4 test environment holds it.
+  const panelPython = values['panel-python'] ?? testPython('verifiers-v1');
+  const measurement = await measureGate(python, panelPython);
   const markdown = renderMarkdown(measurement);
   if (values.check) {
     const committed = JSON.parse(readFileSync(RESULTS_JSON, 'utf8')) as Measurement;

@@ -15,7 +15,7 @@ export {
   type ReportEnvAudit,
 } from './report/render-report.js';
 export { showInline, fold, foldedText } from './report/show-text.js';
-export { AUDIT_SCHEMA, withoutTiming, type AuditRecord } from './audit/record.js';
+export { AUDIT_SCHEMA, auditRecordSchema, REASON_CODES, withoutTiming, type AuditRecord, type FindingRecord, type ReasonCode } from './audit/record.js';
 export { hackability, hackRateInterval, riskLabel, scoreFamily, type FamilyScore, type HackRate } from './audit/score.js';
 export { decide, type Decision, type Reason } from './audit/decide.js';
 export { loadCorpus, type Corpus, type Attack, type Family } from './audit/corpus.js';

@@ -2,6 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { applyFilter, detectAnswerType, makeRng, renderInFormat, wrongValues } from '../src/audit/answer-values.js';
 
 describe('answer values', () => {
+  it('renders a value in a declared layout', () => {
+    expect(renderInFormat('<SOLUTION>{}</SOLUTION>', '42')).toBe('<SOLUTION>42</SOLUTION>');
+    expect(renderInFormat('<r>{}</r>', '$&')).toBe('<r>$&</r>');
+  });
+
   it('renders a value in every answer format', () => {
     expect(renderInFormat('bare', '42')).toBe('42');
     expect(renderInFormat('boxed', '42')).toBe('\\boxed{42}');
@@ -37,6 +42,11 @@ describe('answer values', () => {
     expect(applyFilter('42', 'zw', undefined)).toBe('4\u200b2');
     expect(applyFilter('4', 'zw', undefined)).toBeUndefined();
     expect(applyFilter('42', 'split', '.')).toBe('4.2');
+    expect(applyFilter('1234', 'digit_list', undefined)).toBe('1,2,3,4');
+    expect(applyFilter('-512', 'digit_list', undefined)).toBe('-5,1,2');
+    // Two digits are the split filter's grouping; non-integers have no digit list.
+    expect(applyFilter('42', 'digit_list', undefined)).toBeUndefined();
+    expect(applyFilter('3.25', 'digit_list', undefined)).toBeUndefined();
     expect(applyFilter('-42', 'split', ' ')).toBe('-4 2');
     // 1 000 and 1,000 are honest ways to write 1000.
     expect(applyFilter('1000', 'split', ',')).toBeUndefined();

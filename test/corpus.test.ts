@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { makeRng, wrongValues } from '../src/audit/answer-values.js';
 import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
-import { loadCorpus } from '../src/audit/corpus.js';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { COMMITMENTS, loadCorpus } from '../src/audit/corpus.js';
+import { ATTACKS_DIR } from '../src/paths.js';
 import type { AnswerFormat, AnswerType } from '../src/types.js';
 
 const CHOICES = ['A', 'B', 'C', 'D'];
@@ -33,7 +36,7 @@ describe('attack corpus', () => {
   it('gives at least 150 distinct candidates for a numeric gold in a single accepted format', async () => {
     const corpus = await loadCorpus();
     for (const gold of ['42', '-7', '3.5', '1000']) {
-      const candidates = expandCandidates(corpus, context(gold, 'numeric', ['boxed']), 0, false);
+      const candidates = expandCandidates(corpus, context(gold, 'numeric', ['boxed']), 0);
       expect(new Set(candidates.map((candidate) => candidate.completion)).size, gold).toBeGreaterThanOrEqual(150);
     }
   });
@@ -41,13 +44,13 @@ describe('attack corpus', () => {
   it('gives at least 100 candidates for string, choice and boolean golds', async () => {
     const corpus = await loadCorpus();
     for (const [gold, type] of [['paris', 'string'], ['C', 'choice'], ['true', 'boolean']] as const) {
-      expect(expandCandidates(corpus, context(gold, type, ['boxed']), 0, false).length, type).toBeGreaterThanOrEqual(100);
+      expect(expandCandidates(corpus, context(gold, type, ['boxed']), 0).length, type).toBeGreaterThanOrEqual(100);
     }
   });
 
   it('attacks a multiple-choice gold with every other letter, and never with the gold alone', async () => {
     const corpus = await loadCorpus();
-    const candidates = expandCandidates(corpus, context('C', 'choice', ['boxed']), 0, false);
+    const candidates = expandCandidates(corpus, context('C', 'choice', ['boxed']), 0);
     const letters = new Set(candidates.filter((candidate) => candidate.label !== null).map((candidate) => candidate.label));
     expect([...letters].sort()).toEqual(['A', 'B', 'D']);
     expect(candidates.some((candidate) => candidate.completion === '\\boxed{C}')).toBe(false);
@@ -57,22 +60,47 @@ describe('attack corpus', () => {
     const corpus = await loadCorpus();
     for (const [gold, type] of [['42', 'numeric'], ['paris', 'string'], ['true', 'boolean']] as const) {
       const honest = new Set(['bare', 'boxed', 'xml'].map((format) => (format === 'bare' ? gold : format === 'boxed' ? `\\boxed{${gold}}` : `<answer>${gold}</answer>`)));
-      const candidates = expandCandidates(corpus, context(gold, type, ['bare', 'boxed', 'xml']), 0, false);
+      const candidates = expandCandidates(corpus, context(gold, type, ['bare', 'boxed', 'xml']), 0);
       expect(candidates.filter((candidate) => candidate.hackIf === 'rewarded' && honest.has(candidate.completion.trim()))).toEqual([]);
     }
   });
 
   it('gives hedges position variants with the gold first, in the middle and last', async () => {
     const corpus = await loadCorpus();
-    const candidates = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0, false);
-    const positions = new Set(candidates.filter((candidate) => candidate.family === 'hedge').map((candidate) => candidate.position));
+    const candidates = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0);
+    const positions = new Set(candidates.filter((candidate) => candidate.family === 'hedge' && candidate.position !== null).map((candidate) => candidate.position));
     expect(positions).toEqual(new Set(['first', 'middle', 'last']));
+  });
+
+  it('declares what every attack commits to, consistently with its template', async () => {
+    const corpus = await loadCorpus();
+    const files = (await readdir(ATTACKS_DIR)).filter((name) => name.endsWith('.json'));
+    for (const name of files) {
+      const raw = JSON.parse(await readFile(path.join(ATTACKS_DIR, name), 'utf8')) as { attacks: Record<string, unknown>[] };
+      for (const attack of raw.attacks) expect(COMMITMENTS, `${String(attack.id)}: commits_to`).toContain(attack.commits_to);
+    }
+    for (const attack of corpus.families.flatMap((family) => family.attacks)) {
+      const states = (name: string) => new RegExp(`\\{(F:)?${name}[|}]`).test(attack.template);
+      // A payload without the gold cannot commit to it.
+      if (attack.gFree) expect(attack.commitsTo, attack.id).not.toBe('gold');
+      // Several slots, dumps and label lists state several values.
+      if (attack.positions || /\{(DUMP:\d+|LABELS)\}/.test(attack.template)) expect(attack.commitsTo, attack.id).toBe('several');
+      // Paying the gold repeated is legitimate; only paying more is not.
+      if (attack.hackIf === 'above_honest') expect(attack.commitsTo, attack.id).toBe('gold');
+      // A re-spelling of the gold states no wrong value and no label.
+      if (attack.commitsTo === 'gold') {
+        expect(attack.gFree, attack.id).toBe(false);
+        expect(['W', 'W2', 'W3', 'L', 'A'].some(states), attack.id).toBe(false);
+      }
+      // Stating a wrong value next to the gold is never a commitment to the gold alone.
+      if (states('G') && states('W')) expect(attack.commitsTo, attack.id).not.toBe('gold');
+    }
   });
 
   it('expands deterministically', async () => {
     const corpus = await loadCorpus();
-    const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3, false);
-    const b = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3, false);
+    const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
+    const b = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
     expect(b).toEqual(a);
   });
 });

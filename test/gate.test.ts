@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { withoutTiming } from '../src/audit/record.js';
+import { auditRecordSchema, withoutTiming } from '../src/audit/record.js';
 import { gate } from '../src/audit/gate.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -79,7 +79,46 @@ describe('gate on real verifiers', () => {
     expect(result.record.verifier.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(result.record.corpus.hash).toMatch(/^[0-9a-f]{64}$/);
     expect(result.record.policy).toMatchObject({ max_hackability: 15, max_hack_rate_ci_hi: 0.25 });
-    expect(result.record.schema).toBe('gatekept.audit/v1');
+    expect(result.record.schema).toBe('gatekept.audit/v2');
+    expect(result.record.policy).toMatchObject({ strict: false, timeouts: { call_ms: 10000 } });
     expect(result.record.tool.name).toBe('gatekept');
   });
+
+  it('attacks a layout declared with --format, and rejects any() over it', async () => {
+    const fixture = (fn: string) => path.join('test', 'fixtures', 'invariance', `solution-tag.py:${fn}`);
+    const undeclared = await gate({ ...base, reward: fixture('reward'), answer: '42' });
+    expect(undeclared.record.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD']);
+    expect(undeclared.record.reasons[0]!.message).toMatch(/--format '<TAG>\{\}<\/TAG>'/);
+    const declared = await gate({ ...base, reward: fixture('reward'), answer: '42', format: ['<SOLUTION>{}</SOLUTION>'] });
+    expect(declared.decision).toBe('PASS');
+    expect(declared.record.target.golds[0]!.accepted_formats).toEqual(['<SOLUTION>{}</SOLUTION>']);
+    const hedging = await gate({ ...base, reward: fixture('reward_any'), answer: '42', format: ['<SOLUTION>{}</SOLUTION>'] });
+    expect(hedging.decision).toBe('REJECT');
+    expect(hedging.record.findings[0]!.completion).toContain('<SOLUTION>');
+  });
+
+  it('names a reward that never looks at the gold format-only', async () => {
+    const result = await gate({ ...base, reward: verifier('constant-one'), answer: '42' });
+    expect(result.decision).toBe('REJECT');
+    expect(result.record.reasons[0]).toMatchObject({ code: 'FORMAT_ONLY' });
+    expect(result.record.reasons[0]!.message).toMatch(/does not check the answer/);
+  });
+
+  it('re-runs a call that timed out once alone, so a slow moment does not change the decision', async () => {
+    const policy = parsePolicy({ timeouts: { call_ms: 1000 } });
+    const fixture = (fn: string) => path.join('test', 'fixtures', 'invariance', `slow-once.py:${fn}`);
+    const slow = await gate({ ...base, reward: fixture('reward'), answer: '42', policy });
+    const steady = await gate({ ...base, reward: fixture('steady'), answer: '42', policy });
+    expect(slow.record.errors).toEqual([]);
+    expect(slow.decision).toBe(steady.decision);
+    expect(slow.record.hack_rate).toEqual(steady.record.hack_rate);
+    expect(slow.record.false_accepts.total).toBe(steady.record.false_accepts.total);
+  }, 60_000);
+
+  it('validates the record against its own schema', async () => {
+    const result = await gate({ ...base, reward: verifier('substring'), answer: '42' });
+    expect(auditRecordSchema.safeParse(result.record).success).toBe(true);
+    expect(result.record.findings.every((finding) => finding.class === 'exploit' && finding.rewarded_under.length > 1 || finding.invariant === 'reward-above-honest' || finding.invariant === 'non-finite-reward')).toBe(true);
+  });
 });
+

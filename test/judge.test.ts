@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
 import type { Candidate } from '../src/audit/expand-candidates.js';
-import { judge } from '../src/audit/judge.js';
+import { screen, settle } from '../src/audit/judge.js';
+import { alternateGolds, sameValue } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/runtime/python-session.js';
 import { hackRateInterval } from '../src/audit/score.js';
@@ -28,12 +29,12 @@ function candidate(over: Partial<Candidate>): Candidate {
     severity: 'high',
     hackIf: 'rewarded',
     gFree: false,
+    commitsTo: 'other',
     format: 'boxed',
     position: null,
     label: null,
     completion: 'x',
     answer: '42',
-    alternate: false,
     row: 0,
     ...over,
   };
@@ -47,9 +48,10 @@ describe('calibration', () => {
     expect(levels.honestMax).toBe(1);
   });
 
-  it('calls a constant verifier not discriminating and a never-rewarding one broken', () => {
+  it('calls a constant verifier format-only, one that prefers wrong answers not discriminating, and a never-rewarding one broken', () => {
     const probes = calibrationProbes('42', '17');
-    expect(computeLevels(probes, probes.map(() => ok(1))).broken).toMatchObject({ kind: 'not-discriminating' });
+    expect(computeLevels(probes, probes.map(() => ok(1))).broken).toMatchObject({ kind: 'format-only', reward: 1 });
+    expect(computeLevels(probes, probes.map((probe) => ok(probe.kind === 'honest' ? 0.5 : 1))).broken).toMatchObject({ kind: 'not-discriminating' });
     expect(computeLevels(probes, probes.map(() => ok(0))).broken).toMatchObject({ kind: 'no-format-accepts-gold' });
   });
 
@@ -65,79 +67,107 @@ describe('calibration', () => {
 describe('judge', () => {
   const levels = boxedOnlyLevels();
   const levelsOf = () => levels;
+  const kinds = (candidates: Candidate[], results: EvalResult[], of = levelsOf) => screen({ candidates, results, levels: of }).map((verdict) => verdict.kind);
 
-  it('flags a rewarded attack and passes an unrewarded one', () => {
-    const verdicts = judge({
-      candidates: [candidate({}), candidate({})],
-      results: [ok(1), ok(0)],
-      levels: levelsOf,
+  it('screens a rewarded attack for the invariance test and passes an unrewarded one', () => {
+    expect(kinds([candidate({}), candidate({})], [ok(1), ok(0)])).toEqual(['rewarded', 'ok']);
+  });
+
+  it('settles by invariance: rewarded under another gold is an exploit, under the gold alone it is a false accept or an equivalent form', () => {
+    const hedge = candidate({ position: 'first', commitsTo: 'several', completion: '\\boxed{42} \\boxed{17}' });
+    expect(settle(hedge, [{ answer: '17', result: ok(1) }, { answer: '93', result: ok(0) }], levels)).toMatchObject({
+      kind: 'exploit',
+      invariant: 'hedge-rewarded',
+      severity: 'high',
+      rewardedUnder: ['42', '17'],
     });
-    expect(verdicts[0]).toMatchObject({ kind: 'hack', invariant: 'attack-rewarded', severity: 'high' });
-    expect(verdicts[1]).toMatchObject({ kind: 'ok' });
+    expect(settle(hedge, [{ answer: '17', result: ok(0) }, { answer: '93', result: ok(0) }], levels)).toMatchObject({
+      kind: 'false_accept',
+      invariant: 'false-accept',
+      rewardedUnder: ['42'],
+    });
+    const respelled = candidate({ commitsTo: 'gold', completion: '\\boxed{4,2}' });
+    expect(settle(respelled, [{ answer: '4', result: ok(0) }], levels)).toMatchObject({ kind: 'equivalent_form' });
+    const free = candidate({ gFree: true, commitsTo: 'none', format: null, completion: 'Judgement: CORRECT' });
+    expect(settle(free, [{ answer: '93', result: ok(1) }], levels)).toMatchObject({ kind: 'exploit', invariant: 'answer-ignored' });
+    expect(settle(free, [{ answer: '93', result: { ...ok(0), status: 'timeout', reward: null } }], levels)).toMatchObject({ kind: 'error', invariant: 'timed-out' });
   });
 
-  it('allows "last answer wins" but not a rewarded middle or both ends', () => {
-    const group = (rewards: [number, number, number]) =>
-      judge({
-        candidates: (['first', 'middle', 'last'] as const).map((position) => candidate({ position })),
-        results: rewards.map(ok),
-        levels: levelsOf,
-      }).map((verdict) => verdict.kind);
-    expect(group([0, 0, 1])).toEqual(['ok', 'ok', 'committed']);
-    expect(group([1, 0, 0])).toEqual(['committed', 'ok', 'ok']);
-    expect(group([0, 1, 0])).toEqual(['ok', 'hack', 'ok']);
-    expect(group([1, 0, 1])).toEqual(['hack', 'ok', 'hack']);
+  it('keeps the position rule as a special case: "last answer wins" is no exploit, any() is', () => {
+    // A last-box reader rewards the gold-last variant only under the gold; an any() reader under every stated value.
+    const last = candidate({ position: 'last', commitsTo: 'several' });
+    expect(settle(last, [{ answer: '17', result: ok(0) }], levels).kind).toBe('false_accept');
+    const middle = candidate({ position: 'middle', commitsTo: 'several' });
+    expect(settle(middle, [{ answer: '17', result: ok(1) }], levels).kind).toBe('exploit');
   });
 
-  it('raises overflow and non-finite rewards to critical, even for above_honest attacks', () => {
-    const verdicts = judge({
+  it('raises overflow and non-finite rewards to critical exploits, even for above_honest attacks', () => {
+    const verdicts = screen({
       candidates: [candidate({ hackIf: 'above_honest', severity: 'low' }), candidate({ severity: 'low' }), candidate({ hackIf: 'above_honest' })],
       results: [ok(3), { ...ok(0), reward: null, nonFinite: 'nan' }, ok(1)],
       levels: levelsOf,
     });
-    expect(verdicts[0]).toMatchObject({ kind: 'hack', invariant: 'reward-above-honest', severity: 'critical' });
-    expect(verdicts[1]).toMatchObject({ kind: 'hack', invariant: 'non-finite-reward', severity: 'critical' });
+    expect(verdicts[0]).toMatchObject({ kind: 'exploit', invariant: 'reward-above-honest', severity: 'critical' });
+    expect(verdicts[1]).toMatchObject({ kind: 'exploit', invariant: 'non-finite-reward', severity: 'critical' });
     expect(verdicts[2]).toMatchObject({ kind: 'ok' });
   });
 
-  it('names gold-free and alternate-gold hacks, and errors', () => {
-    const verdicts = judge({
-      candidates: [candidate({ gFree: true, format: null }), candidate({ gFree: true, alternate: true, format: null }), candidate({})],
-      results: [ok(1), ok(1), { ...ok(0), status: 'timeout', reward: null }],
-      levels: levelsOf,
-    });
-    expect(verdicts.map((verdict) => verdict.invariant)).toEqual(['gold-free-rewarded', 'answer-ignored', 'timed-out']);
-    expect(verdicts[2]!.kind).toBe('error');
+  it('names errors', () => {
+    const verdicts = screen({ candidates: [candidate({})], results: [{ ...ok(0), status: 'timeout', reward: null }], levels: levelsOf });
+    expect(verdicts[0]).toMatchObject({ kind: 'error', invariant: 'timed-out' });
   });
 
   it('does not count unrewarded payloads written only in formats the verifier does not read', () => {
-    const verdicts = judge({
-      candidates: [
+    const result = kinds(
+      [
         candidate({ format: null, completion: '<answer>nan</answer>' }),
         candidate({ format: null, completion: '\\boxed{nan}' }),
         candidate({ format: null, completion: 'nan' }),
         candidate({ format: null, completion: '<answer>42</answer>' }),
       ],
-      results: [ok(0), ok(0), ok(0), ok(1)],
-      levels: levelsOf,
-    });
-    expect(verdicts.map((verdict) => verdict.kind)).toEqual(['inapplicable', 'ok', 'ok', 'hack']);
+      [ok(0), ok(0), ok(0), ok(1)],
+    );
+    expect(result).toEqual(['inapplicable', 'ok', 'ok', 'rewarded']);
   });
 
   it('takes the honest maximum over think variants too', () => {
     const probes = calibrationProbes('42', '17');
     const bonus = computeLevels(probes, probes.map((probe) => ok(probe.format === 'boxed' && probe.kind === 'honest' ? (probe.think ? 1.2 : 1) : 0)));
     expect(bonus.honestMax).toBe(1.2);
-    const verdicts = judge({ candidates: [candidate({ hackIf: 'above_honest' })], results: [ok(1.2)], levels: () => bonus });
-    expect(verdicts[0]!.kind).toBe('ok');
+    expect(kinds([candidate({ hackIf: 'above_honest' })], [ok(1.2)], () => bonus)).toEqual(['ok']);
+  });
+
+  it('marks formats accepted only after a reasoning block', () => {
+    const probes = calibrationProbes('42', '17');
+    const thinkOnly = computeLevels(probes, probes.map((probe) => ok(probe.think && probe.kind === 'honest' && probe.format === 'boxed' ? 1 : 0)));
+    expect(thinkOnly.thinkFormats).toEqual(['boxed']);
+    expect(boxedOnlyLevels().thinkFormats).toEqual([]);
   });
 
   it('judges a weighted format reward by the midpoint of its own levels', () => {
     // Honest 1.0, wrong-but-formatted 0.2: a format-only payload scoring 0.2 is no hack.
     const probes = calibrationProbes('42', '17');
     const weighted = computeLevels(probes, probes.map((probe) => ok(probe.format === 'boxed' ? (probe.kind === 'honest' ? 1 : 0.2) : 0)));
-    const verdicts = judge({ candidates: [candidate({}), candidate({ format: null, gFree: true })], results: [ok(0.2), ok(0.2)], levels: () => weighted });
-    expect(verdicts.map((verdict) => verdict.kind)).toEqual(['ok', 'ok']);
+    expect(kinds([candidate({}), candidate({ format: null, gFree: true })], [ok(0.2), ok(0.2)], () => weighted)).toEqual(['ok', 'ok']);
+  });
+});
+
+describe('alternate golds', () => {
+  it('tries the stated values, first and last first, then one fresh value, never the gold written another way', () => {
+    const ctx = { gold: '42', type: 'numeric' as const, choices: [], wrong: ['17', '93', '58'], fresh: '71' };
+    expect(alternateGolds('\\boxed{42} or \\boxed{17}', ctx)).toEqual(['17', '71']);
+    expect(alternateGolds('\\boxed{42.0}', ctx)).toEqual(['71']);
+    expect(alternateGolds('\\boxed{4,2}', ctx)).toEqual(['4', '2', '71']);
+    expect(alternateGolds('1 2 3 4 5 6 7 8', ctx)).toHaveLength(6);
+    expect(alternateGolds('\\boxed{C}', { gold: 'B', type: 'choice', choices: ['A', 'B', 'C', 'D'], wrong: [], fresh: 'A' })).toEqual(['A', 'C', 'D']);
+    expect(alternateGolds('<answer>p.aris</answer>', { gold: 'Paris', type: 'string', choices: [], wrong: ['Oslo'], fresh: 'Lima' })).toEqual(['p', 'aris', 'Lima']);
+  });
+
+  it('compares values, not spellings', () => {
+    expect(sameValue('42', '42.0', 'numeric')).toBe(true);
+    expect(sameValue('1,000', '1000', 'numeric')).toBe(true);
+    expect(sameValue('The Paris!', 'paris', 'string')).toBe(true);
+    expect(sameValue('Paris', 'Oslo', 'string')).toBe(false);
   });
 });
 
@@ -174,5 +204,15 @@ describe('decide', () => {
       sideEffects: [{ kind: 'network_blocked', count: 1, example: 'connect' }],
     });
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD', 'ERRORS_ON_ATTACKS', 'SIDE_EFFECTS']);
+  });
+
+  it('gates false accepts only under a strict policy, and names format-only rewards', () => {
+    const falseAccepts = { total: 3, attempts: 200, example: '\\boxed{42} or 17' };
+    expect(decide({ ...clean, falseAccepts }).decision).toBe('PASS');
+    const strict = decide({ ...clean, falseAccepts, policy: { ...DEFAULT_POLICY, strict: true } });
+    expect(strict.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
+    const formatOnly = decide({ ...clean, broken: [{ row: 0, answer: '42', reason: { kind: 'format-only', reward: 1 } }] });
+    expect(formatOnly.reasons[0]).toMatchObject({ code: 'FORMAT_ONLY' });
+    expect(formatOnly.reasons[0]!.message).toMatch(/does not check the answer/);
   });
 });

@@ -23,6 +23,13 @@ describe('policy', () => {
     expect(DEFAULT_POLICY.maxHackRateCiHi).toBe(0.25);
   });
 
+  it('defaults to gating on exploits only, with a call timeout above the 5 s of common math checkers', () => {
+    expect(DEFAULT_POLICY.strict).toBe(false);
+    expect(DEFAULT_POLICY.timeouts.callMs).toBeGreaterThanOrEqual(10_000);
+    expect(parsePolicyToml('strict = true\n').strict).toBe(true);
+    expect(policyError('strict = "yes"\n').details.join('\n')).toMatch(/strict/);
+  });
+
   it('an empty file gives the defaults', () => {
     expect(parsePolicyToml('')).toEqual(DEFAULT_POLICY);
   });

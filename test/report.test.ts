@@ -293,8 +293,9 @@ describe('--report and pack', () => {
 describe('scorecard and messages', () => {
   it('the scorecard shows completions like the reports and names the honest forms it refused', () => {
     const text = formatScorecard(passed);
-    expect(text).toMatch(/^invisible-whitespace .* "1\\u200b0\\u200b4\\u200b2" -> 1$/m);
-    expect(text).toMatch(/^think-leakage .* "<think>\\boxed\{1042\}<\/think>" -> 1$/m);
+    // Both are rewarded only under the gold: an equivalent form and a false accept, each shown in its own section.
+    expect(text).toMatch(/^ {2}invisible-whitespace .* "1\\u200b0\\u200b4\\u200b2" -> 1$/m);
+    expect(text).toMatch(/^ {2}think-leakage: .* "<think>\\boxed\{1042\}<\/think>" -> 1$/m);
     expect(text).not.toMatch(/\\\\boxed/);
     expect(text).toMatch(/note: 2 honest variants of the gold were not rewarded: reasoning then answer, trailing period \(reported, not gated\)/);
   });

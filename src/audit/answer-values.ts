@@ -33,13 +33,26 @@ export function detectAnswerType(gold: string, choices: readonly string[] | unde
   const trimmed = gold.trim();
   if (isNumeric(trimmed)) return 'numeric';
   if (trimmed.toLowerCase() in BOOLEAN_WORDS) return 'boolean';
-  if (choices && choices.includes(trimmed)) return 'choice';
+  if (choices?.includes(trimmed)) return 'choice';
   if (!choices && /^[A-J]$/.test(trimmed)) return 'choice';
   return 'string';
 }
 
+/**
+ * A layout the user declares for a verifier that reads none of the built-in
+ * ones, with `{}` where the answer goes: `<SOLUTION>{}</SOLUTION>`.
+ */
+export type CustomFormat = `${string}{}${string}`;
+/** Any layout an answer is written in: a built-in one by name, or a declared template. */
+export type FormatName = AnswerFormat | CustomFormat;
+
+export function isCustomFormat(format: string): format is CustomFormat {
+  return format.includes('{}');
+}
+
 /** Render a value the way a model would write its final answer in a format. */
-export function renderInFormat(format: AnswerFormat, value: string): string {
+export function renderInFormat(format: FormatName, value: string): string {
+  if (isCustomFormat(format)) return format.replace('{}', () => value);
   switch (format) {
     case 'bare':
       return value;
@@ -214,13 +227,18 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
     case 'json':
       return JSON.stringify(value);
+    case 'digit_list': {
+      // Only integers of three digits or more: a two-digit list (4,2) is the split filter's grouping.
+      const match = /^([+-]?)(\d{3,})$/.exec(value.trim());
+      return match ? match[1] + [...match[2]!].join(',') : undefined;
+    }
     default:
       throw new Error(`unknown template filter "${name}"`);
   }
 }
 
 export const KNOWN_FILTERS = new Set([
-  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json',
+  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json', 'digit_list',
 ]);
 
 const FILLER =

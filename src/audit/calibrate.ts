@@ -1,4 +1,4 @@
-import { formatNumber, renderInFormat } from './answer-values.js';
+import { formatNumber, isCustomFormat, renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
 import type { EvalResult } from '../runtime/python-session.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
@@ -14,14 +14,15 @@ export const THINK_PREFIX = '<think>\nLet me check this carefully before answeri
 
 export interface Probe {
   kind: 'honest' | 'wrong';
-  format: AnswerFormat;
+  format: FormatName;
   think: boolean;
   completion: string;
 }
 
-export function calibrationProbes(gold: string, wrong: string): Probe[] {
+/** Every built-in format, then the declared ones, each plain and after a reasoning block. */
+export function calibrationProbes(gold: string, wrong: string, custom: readonly CustomFormat[] = []): Probe[] {
   const probes: Probe[] = [];
-  for (const format of ANSWER_FORMATS) {
+  for (const format of [...ANSWER_FORMATS, ...custom]) {
     for (const think of [false, true]) {
       for (const kind of ['honest', 'wrong'] as const) {
         const body = renderInFormat(format, kind === 'honest' ? gold : wrong);
@@ -33,7 +34,7 @@ export function calibrationProbes(gold: string, wrong: string): Probe[] {
 }
 
 export interface FormatLevels {
-  format: AnswerFormat;
+  format: FormatName;
   think: boolean;
   honest: number | null;
   wrong: number | null;
@@ -44,10 +45,12 @@ export interface Levels {
   /** Rows of the calibration table, one per format and think variant. */
   table: FormatLevels[];
   /** Per accepted format: the honest and wrong levels attacks are judged by. */
-  byFormat: Map<AnswerFormat, { honest: number; wrong: number }>;
+  byFormat: Map<FormatName, { honest: number; wrong: number }>;
   honestMax: number;
   /** The threshold for payloads written in no particular format. */
   rawThreshold: number;
+  /** Accepted formats whose plain form is not: the verifier reads them only after a reasoning block. */
+  thinkFormats: FormatName[];
   /** Why calibration failed, if it did: the verifier cannot be audited. */
   broken: BrokenReason | null;
 }
@@ -59,6 +62,7 @@ export type BrokenReason =
   | { kind: 'not-calibrated' }
   | { kind: 'non-numeric'; rewardType: string; completion: string }
   | { kind: 'no-format-accepts-gold' }
+  | { kind: 'format-only'; reward: number }
   | { kind: 'not-discriminating'; honest: number; wrong: number };
 
 const EPSILON = 1e-9;
@@ -100,9 +104,10 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   // Probes never sent (the audit stopped at a timeout elsewhere) leave this gold uncalibrated.
   if (!broken && results.some((result) => result.status === 'skipped')) broken = { kind: 'not-calibrated' };
   const table: FormatLevels[] = [];
-  const byFormat = new Map<AnswerFormat, { honest: number; wrong: number }>();
+  const byFormat = new Map<FormatName, { honest: number; wrong: number }>();
   let bestGap: { honest: number; wrong: number } | null = null;
-  for (const format of ANSWER_FORMATS) {
+  const formats = [...new Set(probes.map((probe) => probe.format))];
+  for (const format of formats) {
     for (const think of [false, true]) {
       const cell = cells.get(`${format}|${think}`) ?? { honest: null, wrong: null };
       const accepted =
@@ -122,9 +127,12 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   if (!broken && byFormat.size === 0) {
     // A verifier that gives the gold the same (nonzero) score as a wrong answer
     // does not discriminate; one that never rewards the gold accepts no format.
+    // The same reward for both in the best format means the layout is scored, never the answer.
     broken =
       bestGap && bestGap.honest > EPSILON
-        ? { kind: 'not-discriminating', honest: bestGap.honest, wrong: bestGap.wrong }
+        ? Math.abs(bestGap.honest - bestGap.wrong) <= EPSILON
+          ? { kind: 'format-only', reward: bestGap.honest }
+          : { kind: 'not-discriminating', honest: bestGap.honest, wrong: bestGap.wrong }
         : { kind: 'no-format-accepts-gold' };
   }
   const levels = [...byFormat.values()];
@@ -135,20 +143,26 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   const honestMin = levels.length ? Math.min(...levels.map((l) => l.honest)) : 0;
   const wrongMax = levels.length ? Math.max(...levels.map((l) => l.wrong)) : 0;
   const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
-  return { table, byFormat, honestMax, rawThreshold, broken };
+  const thinkFormats = formats.filter(
+    (format) => byFormat.has(format) && !table.some((cell) => cell.format === format && !cell.think && cell.accepted),
+  );
+  return { table, byFormat, honestMax, rawThreshold, thinkFormats, broken };
 }
 
-/** The formats attacks are written in: those accepted, optionally narrowed by the user. */
-export function attackFormats(levels: Levels, only: AnswerFormat | 'auto'): AnswerFormat[] {
-  const accepted = ANSWER_FORMATS.filter((format) => levels.byFormat.has(format));
-  return only === 'auto' ? accepted : accepted.filter((format) => format === only);
+/**
+ * The formats attacks are written in: those accepted, the built-in ones
+ * optionally narrowed by the user; declared formats are always attacked
+ * when accepted.
+ */
+export function attackFormats(levels: Levels, only: readonly AnswerFormat[] | 'auto'): FormatName[] {
+  return [...levels.byFormat.keys()].filter((format) => only === 'auto' || isCustomFormat(format) || only.includes(format));
 }
 
 /**
  * Honest forms a sound verifier should also accept, and contested ones. They
  * are reported (false rejections are a cost too) but never gate.
  */
-export function honestVariants(gold: string, type: AnswerType, format: AnswerFormat): { form: string; completion: string; contested: boolean }[] {
+export function honestVariants(gold: string, type: AnswerType, format: FormatName): { form: string; completion: string; contested: boolean }[] {
   const inFormat = (value: string): string => renderInFormat(format, value);
   const forms: { form: string; completion: string; contested: boolean }[] = [
     { form: 'reasoning then answer', completion: `Working through the question step by step gives the result.\n${inFormat(gold)}`, contested: false },

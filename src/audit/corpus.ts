@@ -8,9 +8,19 @@ import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
 /** The attack corpus: one reviewed JSON file per family under attacks/. */
 
+/**
+ * What a payload commits to as its final answer, declared per attack: the
+ * gold alone (a re-spelling of it), another value, no value, or several
+ * values. It decides whether a rewarded payload that is no exploit is an
+ * equivalent form (`gold`) or a false accept (the rest).
+ */
+export const COMMITMENTS = ['gold', 'other', 'none', 'several'] as const;
+export type Commitment = (typeof COMMITMENTS)[number];
+
 const attackSchema = z
   .object({
     id: z.string().regex(/^[a-z0-9-]+\/[a-z0-9-]+$/, 'ids look like family/slug'),
+    commits_to: z.enum(COMMITMENTS),
     severity: z.enum(SEVERITIES),
     applies_to: z.array(z.enum(ANSWER_TYPES)).min(1),
     template: z.string(),
@@ -37,6 +47,7 @@ const familySchema = z
 
 export type Position = 'first' | 'middle' | 'last';
 
+
 export interface Attack {
   id: string;
   family: string;
@@ -48,6 +59,7 @@ export interface Attack {
   gFree: boolean;
   hackIf: 'rewarded' | 'above_honest';
   eachLabel: boolean;
+  commitsTo: Commitment;
 }
 
 export interface Family {
@@ -109,6 +121,7 @@ async function readCorpus(dir: string): Promise<Corpus> {
         gFree: raw.g_free ?? false,
         hackIf: raw.hack_if ?? 'rewarded',
         eachLabel: raw.each_label ?? false,
+        commitsTo: raw.commits_to,
       };
     });
     families.push({ family: family.family, title: family.title, exploits: family.exploits, hardening: family.hardening, attacks });

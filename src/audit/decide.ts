@@ -1,6 +1,7 @@
 import type { BrokenReason } from './calibrate.js';
 import type { GatePolicy } from './policy.js';
 import type { HackRate } from './score.js';
+import type { Reason, ReasonCode } from './record.js';
 
 /**
  * The gate decision: a pure function of what the audit measured and the
@@ -8,31 +9,17 @@ import type { HackRate } from './score.js';
  * reason to reject, and so is either bound being reached.
  */
 
-export type ReasonCode =
-  | 'BROKEN_ON_GOLD'
-  | 'BROKEN_ON_WRONG_ANSWER'
-  | 'NON_FINITE_ON_GOLD'
-  | 'NOT_CALIBRATED'
-  | 'NON_NUMERIC_ON_GOLD'
-  | 'NO_FORMAT_ACCEPTS_GOLD'
-  | 'NOT_DISCRIMINATING'
-  | 'ERRORS_ON_ATTACKS'
-  | 'SIDE_EFFECTS'
-  | 'HACKABILITY_OVER'
-  | 'HACK_RATE_CI_OVER'
-  | 'NOTHING_AUDITED';
-
-export interface Reason {
-  code: ReasonCode;
-  message: string;
-}
+export type { Reason, ReasonCode };
 
 export interface DecisionInput {
   policy: GatePolicy;
   /** Calibration failures, one per audited gold that could not be calibrated. */
   broken: readonly { row: number; answer: string; reason: BrokenReason }[];
+  /** Over exploits only. */
   hackability: number;
   hackRate: HackRate;
+  /** Rewarded completions that do not commit to the gold alone; they reject only under a strict policy. */
+  falseAccepts?: { total: number; attempts: number; example: string | null };
   /** Attack candidates on which the verifier raised, timed out, crashed or returned a non-number. */
   errors: readonly { invariant: string; count: number; example: string }[];
   /** Side effects seen (kind → count), excluding harmless output. */
@@ -75,7 +62,12 @@ function describeBroken(row: number, answer: string, reason: BrokenReason): Reas
     case 'no-format-accepts-gold':
       return {
         code: 'NO_FORMAT_ACCEPTS_GOLD',
-        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON, each also after <think>)`,
+        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON and any declared with --format, each also after <think>); if it reads another layout, declare it with --format '<TAG>{}</TAG>'`,
+      };
+    case 'format-only':
+      return {
+        code: 'FORMAT_ONLY',
+        message: `format-only reward: it does not check the answer ${where}; the gold and a plainly wrong answer both score ${reason.reward}. Used alone it pays any answer in the right layout, a gold-free exploit; combine it with a reward that compares the answer`,
       };
     case 'not-discriminating':
       return {
@@ -115,6 +107,13 @@ export function decide(input: DecisionInput): Decision {
     reasons.push({
       code: 'HACK_RATE_CI_OVER',
       message: `upper bound of the hack-rate interval ${input.hackRate.hi.toFixed(4)} (${input.hackRate.hacks}/${input.hackRate.n} hacks) is not below max_hack_rate_ci_hi ${policy.maxHackRateCiHi}`,
+    });
+  }
+  const falseAccepts = input.falseAccepts;
+  if (policy.strict && falseAccepts && falseAccepts.total > 0) {
+    reasons.push({
+      code: 'FALSE_ACCEPTS',
+      message: `strict policy: ${falseAccepts.total} of ${falseAccepts.attempts} attack candidate${falseAccepts.attempts === 1 ? '' : 's'} rewarded without committing to the gold alone (e.g. ${JSON.stringify((falseAccepts.example ?? '').slice(0, 60))}); no other gold pays them, but a sound verifier scores them as wrong`,
     });
   }
   return { decision: reasons.length === 0 ? 'PASS' : 'REJECT', reasons };

@@ -1,6 +1,8 @@
 import { applyFilter, KNOWN_FILTERS, padding, renderInFormat } from './answer-values.js';
-import type { Attack, Corpus, Position } from './corpus.js';
-import type { AnswerFormat, AnswerType, Severity } from '../types.js';
+import type { Attack, Commitment, Corpus, Position } from './corpus.js';
+import { THINK_PREFIX } from './calibrate.js';
+import type { FormatName } from './answer-values.js';
+import type { AnswerType, Severity } from '../types.js';
 
 /**
  * Expand the attack templates into concrete completions for one gold.
@@ -14,11 +16,15 @@ export interface GoldContext {
   type: AnswerType;
   choices: readonly string[];
   /** Formats the verifier was found to accept; `each` attacks are written in these. */
-  formats: readonly AnswerFormat[];
+  formats: readonly FormatName[];
   /** W, W2, W3: plainly-wrong values unrelated to the gold. */
   wrong: readonly string[];
   /** More wrong values for dumps. */
   dumpPool: readonly string[];
+  /** Formats accepted only after a reasoning block: attacks in them are written after one. */
+  thinkFormats?: readonly FormatName[];
+  /** Every accepted format needs a reasoning block first: raw payloads are written after one too. */
+  thinkRaw?: boolean;
 }
 
 export interface Candidate {
@@ -29,14 +35,14 @@ export interface Candidate {
   severity: Severity;
   hackIf: 'rewarded' | 'above_honest';
   gFree: boolean;
-  format: AnswerFormat | null;
+  /** What the payload commits to as its final answer (the attack's declared intent). */
+  commitsTo: Commitment;
+  format: FormatName | null;
   position: Position | null;
   label: string | null;
   completion: string;
   /** The gold this candidate is judged against. */
   answer: string;
-  /** True when this is a gold-free payload re-run against the alternate gold. */
-  alternate: boolean;
   row: number;
 }
 
@@ -53,7 +59,7 @@ function slotsUsed(template: string): string[] {
 }
 
 interface Variant {
-  format: AnswerFormat | null;
+  format: FormatName | null;
   label: string | null;
   position: Position | null;
 }
@@ -150,7 +156,7 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
 }
 
 function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
-  const formats: (AnswerFormat | null)[] = attack.formats === 'each' ? [...ctx.formats] : [null];
+  const formats: (FormatName | null)[] = attack.formats === 'each' ? [...ctx.formats] : [null];
   const labels: (string | null)[] = attack.eachLabel ? ctx.choices.filter((label) => label !== ctx.gold) : [null];
   const positions: (Position | null)[] = attack.positions ? [...attack.positions] : [null];
   const variants: Variant[] = [];
@@ -159,34 +165,41 @@ function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
 }
 
 /**
- * Every candidate for one gold. With `alternate`, only gold-free payloads are
- * produced: they are the ones re-run against a second gold.
+ * A verifier that reads only what follows `</think>` sees nothing of a
+ * payload without a reasoning block, so payloads for it are written after one.
  */
-export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number, alternate: boolean): Candidate[] {
+function withThink(completion: string, variant: Variant, ctx: GoldContext): string {
+  const think = variant.format === null ? ctx.thinkRaw === true : (ctx.thinkFormats ?? []).includes(variant.format);
+  return think && !completion.startsWith(THINK_PREFIX) ? THINK_PREFIX + completion : completion;
+}
+
+/** Every candidate for one gold. */
+export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number): Candidate[] {
   const out: Candidate[] = [];
   const seen = new Set<string>();
   for (const family of corpus.families) {
     for (const attack of family.attacks) {
       if (!attack.appliesTo.includes(ctx.type)) continue;
       if (attack.eachLabel && ctx.type !== 'choice') continue;
-      if (alternate && !attack.gFree) continue;
       for (const variant of variantsOf(attack, ctx)) {
-        const completion = render(attack.template, variant, ctx);
-        if (completion === undefined || seen.has(completion)) continue;
+        const rendered = render(attack.template, variant, ctx);
+        if (rendered === undefined) continue;
+        const completion = withThink(rendered, variant, ctx);
+        if (seen.has(completion)) continue;
         seen.add(completion);
         out.push({
-          key: [row, alternate ? 'alt' : 'gold', attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
+          key: [row, attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
           attackId: attack.id,
           family: attack.family,
           severity: attack.severity,
           hackIf: attack.hackIf,
           gFree: attack.gFree,
+          commitsTo: attack.commitsTo,
           format: variant.format,
           position: variant.position,
           label: variant.label,
           completion,
           answer: ctx.gold,
-          alternate,
           row,
         });
       }

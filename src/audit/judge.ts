@@ -1,51 +1,50 @@
 import { formatsSpoken, type Levels } from './calibrate.js';
 import type { Candidate } from './expand-candidates.js';
 import type { EvalResult } from '../runtime/python-session.js';
+import type { Invariant } from './record.js';
 import type { Severity } from '../types.js';
 
 /**
- * The structural judge: every candidate gets a verdict naming the invariant
- * that fired. Pure function of the candidates, their results and the
- * calibration levels.
+ * The judge: every candidate gets a verdict naming the invariant that fired.
+ * It works in two passes, both pure. `screen` finds the candidates the
+ * verifier rewards for the gold (and the outright exploits: overflow and
+ * non-finite rewards); `settle` applies the invariance rule to each rewarded
+ * one, given its rewards under alternate golds: rewarded under another gold
+ * too, it is an exploit; rewarded only under the gold, it is an equivalent
+ * form when the attack commits to the gold alone and a false accept otherwise.
  */
 
-export type Invariant =
-  // hacks
-  | 'non-finite-reward'
-  | 'reward-above-honest'
-  | 'hedge-rewarded'
-  | 'gold-free-rewarded'
-  | 'answer-ignored'
-  | 'attack-rewarded'
-  // failures that make the verifier unauditable
-  | 'raised'
-  | 'timed-out'
-  | 'crashed'
-  | 'exit-attempt'
-  | 'non-numeric-reward';
+export type { Invariant };
 
 /**
  * `inapplicable`: an unrewarded payload written only in formats the verifier
  * does not read; it says nothing about the verifier and is not an attempt.
  */
-export type VerdictKind = 'hack' | 'ok' | 'committed' | 'inapplicable' | 'error' | 'unjudged';
+export type VerdictKind = 'exploit' | 'false_accept' | 'equivalent_form' | 'ok' | 'inapplicable' | 'error' | 'unjudged';
 
 export interface Verdict {
   kind: VerdictKind;
   invariant: Invariant | null;
-  /** Severity of the hack (the attack's, raised to critical for non-finite and overflow rewards). */
+  /** Severity of an exploit (the attack's, raised to critical for non-finite and overflow rewards). */
   severity: Severity | null;
+  /** The golds the completion was rewarded under: the row's gold first, then alternates. Empty unless rewarded. */
+  rewardedUnder: string[];
 }
+
+/** The first pass: a final verdict, or `rewarded` when the invariance test must settle it. */
+export type Screen = Verdict | { kind: 'rewarded'; invariant: null; severity: null; rewardedUnder: string[] };
 
 const EPSILON = 1e-9;
 
 export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
   'non-finite-reward': 'returned NaN or an infinite reward',
   'reward-above-honest': 'rewarded an attack above the honest answer',
-  'hedge-rewarded': 'rewarded a hedge or dump with the gold in the middle, or with the gold both first and last',
+  'hedge-rewarded': 'rewarded a completion stating several answers under more than one of them: hedging pays',
   'gold-free-rewarded': 'rewarded a payload that does not contain the answer at all',
-  'answer-ignored': 'rewarded a gold-free payload against a second, different gold: the reward ignores the answer',
+  'answer-ignored': 'rewarded a payload without the answer under two different golds: the reward ignores the answer',
   'attack-rewarded': 'rewarded a non-answer nearer the honest level than the wrong level',
+  'false-accept': 'rewarded a completion that does not commit to the gold alone, though only when the gold is the answer',
+  'equivalent-form': "rewarded the gold's own value written another way",
   raised: 'raised an exception',
   'timed-out': 'did not return within the call timeout',
   crashed: 'killed its own process or crashed',
@@ -61,6 +60,8 @@ export const INVARIANT_ADVICE: Readonly<Record<Invariant, string>> = {
   'gold-free-rewarded': 'return the wrong-answer score unless an extracted answer equals the gold; no default or fallback branch may reward',
   'answer-ignored': 'make the reward depend on the gold: compare an extracted answer against it',
   'attack-rewarded': 'extract one final answer in one expected format and compare it whole (full match, ASCII digits, finite numbers, no substring or prefix tests)',
+  'false-accept': 'reward only a final answer that commits to one value: no negations, hedges read by position, later corrections, answers inside the reasoning or cut-off output',
+  'equivalent-form': 'nothing to fix: a policy gains nothing from writing the gold another way',
   raised: 'catch parsing failures and return the wrong-answer score; verifiers turns a raise into a silent 0',
   'timed-out': 'bound the work per completion (no unbounded loops, no backtracking-prone regular expressions on long input)',
   crashed: 'never kill or exit the process from a reward function',
@@ -75,67 +76,78 @@ const FAILURE_INVARIANT: Readonly<Record<Exclude<EvalResult['status'], 'ok' | 's
   exit: 'exit-attempt',
 };
 
-export interface JudgeInput {
-  candidates: readonly Candidate[];
-  results: readonly EvalResult[];
-  /** Calibration per row: levels for the gold and for the alternate gold. */
-  levels: (row: number, alternate: boolean) => Levels | undefined;
-}
+const verdict = (kind: VerdictKind, invariant: Invariant | null = null, severity: Severity | null = null, rewardedUnder: string[] = []): Verdict => ({
+  kind,
+  invariant,
+  severity,
+  rewardedUnder,
+});
 
-function groupKey(candidate: Candidate): string {
-  return [candidate.row, candidate.alternate, candidate.attackId, candidate.format ?? '-', candidate.label ?? '-'].join('#');
-}
-
-function thresholdFor(candidate: Candidate, levels: Levels): number {
+/** Nearer the honest level than the wrong level, in the candidate's format (or across formats for raw payloads). */
+export function thresholdFor(candidate: Pick<Candidate, 'format'>, levels: Levels): number {
   const cell = candidate.format ? levels.byFormat.get(candidate.format) : undefined;
   return cell ? (cell.honest + cell.wrong) / 2 : levels.rawThreshold;
 }
 
-export function judge(input: JudgeInput): Verdict[] {
-  const { candidates, results } = input;
-  // First pass: which candidates land nearer the honest level than the wrong one.
-  const rewarded: boolean[] = candidates.map((candidate, index) => {
-    const result = results[index]!;
-    const levels = input.levels(candidate.row, candidate.alternate);
-    if (!levels || levels.broken || result.status !== 'ok' || result.reward === null) return false;
-    return result.reward > thresholdFor(candidate, levels) + EPSILON;
-  });
-  const positionsRewarded = new Map<string, Set<string>>();
-  candidates.forEach((candidate, index) => {
-    if (!candidate.position || !rewarded[index]) return;
-    const key = groupKey(candidate);
-    const set = positionsRewarded.get(key) ?? new Set<string>();
-    set.add(candidate.position);
-    positionsRewarded.set(key, set);
-  });
+export function isRewarded(candidate: Pick<Candidate, 'format'>, result: EvalResult, levels: Levels): boolean {
+  return result.status === 'ok' && result.reward !== null && result.reward > thresholdFor(candidate, levels) + EPSILON;
+}
 
-  return candidates.map((candidate, index): Verdict => {
-    const result = results[index]!;
-    if (result.status === 'skipped') return { kind: 'unjudged', invariant: null, severity: null };
-    if (result.status !== 'ok') return { kind: 'error', invariant: FAILURE_INVARIANT[result.status], severity: null };
-    if (result.nonFinite !== null) return { kind: 'hack', invariant: 'non-finite-reward', severity: 'critical' };
-    if (result.reward === null) return { kind: 'error', invariant: 'non-numeric-reward', severity: null };
-    const levels = input.levels(candidate.row, candidate.alternate);
-    if (!levels || levels.broken) return { kind: 'unjudged', invariant: null, severity: null };
-    if (result.reward > levels.honestMax + EPSILON) return { kind: 'hack', invariant: 'reward-above-honest', severity: 'critical' };
-    if (candidate.hackIf === 'above_honest' || !rewarded[index]) {
+export interface ScreenInput {
+  candidates: readonly Candidate[];
+  results: readonly EvalResult[];
+  /** Calibration of each row's gold. */
+  levels: (row: number) => Levels | undefined;
+}
+
+export function screen(input: ScreenInput): Screen[] {
+  return input.candidates.map((candidate, index): Screen => {
+    const result = input.results[index]!;
+    if (result.status === 'skipped') return verdict('unjudged');
+    if (result.status !== 'ok') return verdict('error', FAILURE_INVARIANT[result.status]);
+    if (result.nonFinite !== null) return verdict('exploit', 'non-finite-reward', 'critical', [candidate.answer]);
+    if (result.reward === null) return verdict('error', 'non-numeric-reward');
+    const levels = input.levels(candidate.row);
+    if (!levels || levels.broken) return verdict('unjudged');
+    if (result.reward > levels.honestMax + EPSILON) return verdict('exploit', 'reward-above-honest', 'critical', [candidate.answer]);
+    if (candidate.hackIf === 'above_honest' || !isRewarded(candidate, result, levels)) {
       if (candidate.format === null) {
         const spoken = formatsSpoken(candidate.completion);
-        if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) return { kind: 'inapplicable', invariant: null, severity: null };
+        if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) return verdict('inapplicable');
       }
-      return { kind: 'ok', invariant: null, severity: null };
+      return verdict('ok');
     }
-    if (candidate.position) {
-      // "Last answer wins" and "first answer wins" are legitimate rules: only a
-      // reward with the gold in the middle, or at both ends, shows a hedge pays.
-      const positions = positionsRewarded.get(groupKey(candidate))!;
-      const hedged = candidate.position === 'middle' || (positions.has('first') && positions.has('last'));
-      return hedged
-        ? { kind: 'hack', invariant: 'hedge-rewarded', severity: candidate.severity }
-        : { kind: 'committed', invariant: null, severity: null };
-    }
-    if (candidate.alternate) return { kind: 'hack', invariant: 'answer-ignored', severity: candidate.severity };
-    if (candidate.gFree) return { kind: 'hack', invariant: 'gold-free-rewarded', severity: candidate.severity };
-    return { kind: 'hack', invariant: 'attack-rewarded', severity: candidate.severity };
+    return { kind: 'rewarded', invariant: null, severity: null, rewardedUnder: [candidate.answer] };
   });
+}
+
+/** One alternate gold and what the verifier gave the same completion under it. */
+export interface AlternateOutcome {
+  answer: string;
+  result: EvalResult;
+}
+
+/**
+ * The second pass for one rewarded candidate. An alternate gold may have a
+ * shape the verifier never sees in its task (a decimal for an integer task),
+ * so a raise under it only means it was not rewarded; a timeout or a crash is
+ * an error of the verifier like any other.
+ */
+export function settle(candidate: Candidate, alternates: readonly AlternateOutcome[], levels: Levels): Verdict {
+  for (const { result } of alternates) {
+    if (result.status === 'skipped') return verdict('unjudged');
+    if (result.status === 'timeout' || result.status === 'crashed') return verdict('error', FAILURE_INVARIANT[result.status]);
+  }
+  const gold = [candidate.answer];
+  if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
+  const under = alternates.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
+  if (under.length > 0) {
+    const invariant: Invariant = candidate.gFree
+      ? 'answer-ignored'
+      : candidate.position !== null || candidate.commitsTo === 'several'
+        ? 'hedge-rewarded'
+        : 'attack-rewarded';
+    return verdict('exploit', invariant, candidate.severity, [...gold, ...under]);
+  }
+  return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);
 }

@@ -19,7 +19,7 @@ const budgetSchema = z
 
 const timeoutsSchema = z
   .object({
-    call_ms: z.number().int().min(10).max(600_000).default(2000),
+    call_ms: z.number().int().min(10).max(600_000).default(10_000),
     import_ms: z.number().int().min(100).max(600_000).default(30_000),
     total_s: z.number().int().min(1).max(86_400).default(900),
   })
@@ -80,6 +80,7 @@ export const policyFileSchema = z
       .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
       .default(0.25),
     seed: z.number().int().min(0).max(2 ** 32 - 1).default(20251122),
+    strict: z.boolean().default(false),
     budget: budgetSchema.default(budgetSchema.parse({})),
     timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
     limits: limitsSchema.default(limitsSchema.parse({})),
@@ -104,6 +105,8 @@ export interface GatePolicy {
   maxHackability: number;
   maxHackRateCiHi: number;
   seed: number;
+  /** Also reject on any false accept (a reward that does not commit to the gold alone). */
+  strict: boolean;
   budget: { rows: number; bootstrapResamples: number; confidence: number };
   timeouts: { callMs: number; importMs: number; totalS: number };
   limits: { memoryMb: number };
@@ -115,6 +118,7 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
     maxHackability: parsed.max_hackability,
     maxHackRateCiHi: parsed.max_hack_rate_ci_hi,
     seed: parsed.seed,
+    strict: parsed.strict,
     budget: {
       rows: parsed.budget.rows,
       bootstrapResamples: parsed.budget.bootstrap_resamples,
@@ -223,6 +227,7 @@ export function policyRecord(policy: GatePolicy): Record<string, unknown> {
     max_hackability: policy.maxHackability,
     max_hack_rate_ci_hi: policy.maxHackRateCiHi,
     seed: policy.seed,
+    strict: policy.strict,
     budget: {
       rows: policy.budget.rows,
       bootstrap_resamples: policy.budget.bootstrapResamples,

@@ -1,95 +1,215 @@
+import { z } from 'zod';
 import type { FormatLevels } from './calibrate.js';
-import type { Decision } from './decide.js';
-import type { Invariant } from './judge.js';
-import type { RiskLabel } from './score.js';
-import type { AnswerType, Severity } from '../types.js';
+import { COMMITMENTS } from './corpus.js';
+import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
 /**
  * The audit record: everything a reviewer needs to see why the gate decided
- * as it did. Every field except `timing` is a function of the verifier, the
- * corpus, the policy and the seed, so two runs give byte-identical JSON once
- * `timing` is removed.
+ * as it did. One zod schema is the contract; the TypeScript types are
+ * inferred from it, so the record other tools read and the one the gate
+ * writes cannot drift apart. Every field except `timing` is a function of
+ * the verifier, the corpus, the policy and the seed, so two runs give
+ * byte-identical JSON once `timing` is removed.
  */
 
-export const AUDIT_SCHEMA = 'gatekept.audit/v1';
+export const AUDIT_SCHEMA = 'gatekept.audit/v2';
 
-export interface FamilyRecord {
-  family: string;
-  title: string;
-  attempts: number;
-  hacks: number;
-  rate: number;
-  mean_severity: number;
-  channel: number;
-  /** The highest severity among this family's hacks, or null. */
-  severity: Severity | null;
-  hardening: string;
-  worst: { attack_id: string; completion: string; reward: number | null; invariant: Invariant | null } | null;
-}
+/** Closed: a reader can switch on every reason the gate can give. */
+export const REASON_CODES = [
+  'BROKEN_ON_GOLD',
+  'BROKEN_ON_WRONG_ANSWER',
+  'NON_FINITE_ON_GOLD',
+  'NOT_CALIBRATED',
+  'NON_NUMERIC_ON_GOLD',
+  'NO_FORMAT_ACCEPTS_GOLD',
+  'FORMAT_ONLY',
+  'NOT_DISCRIMINATING',
+  'ERRORS_ON_ATTACKS',
+  'SIDE_EFFECTS',
+  'HACKABILITY_OVER',
+  'HACK_RATE_CI_OVER',
+  'FALSE_ACCEPTS',
+  'NOTHING_AUDITED',
+  // pack only: a dataset row whose gold the verifier does not reward in canonical form
+  'DATASET_GOLD_UNREWARDED',
+] as const;
 
-export interface FindingRecord {
-  attack_id: string;
-  family: string;
-  severity: Severity;
-  invariant: Invariant;
-  row: number;
-  answer: string;
-  alternate_gold: boolean;
-  format: string | null;
-  position: string | null;
-  completion: string;
-  completion_length: number;
-  reward: number | null;
-  non_finite: string | null;
-}
+export const INVARIANTS = [
+  'non-finite-reward',
+  'reward-above-honest',
+  'hedge-rewarded',
+  'gold-free-rewarded',
+  'answer-ignored',
+  'attack-rewarded',
+  'false-accept',
+  'equivalent-form',
+  'raised',
+  'timed-out',
+  'crashed',
+  'exit-attempt',
+  'non-numeric-reward',
+] as const;
 
-export interface AuditRecord {
-  schema: string;
-  decision: 'PASS' | 'REJECT';
-  reasons: { code: string; message: string }[];
-  hackability: number;
-  risk: RiskLabel;
-  hack_rate: { point: number; lo: number; hi: number; n: number; hacks: number; confidence: number; method: string };
-  policy: Record<string, unknown>;
-  seed: number;
-  corpus: { version: string; hash: string; families: number; candidates: number };
-  verifier: {
-    spec: string;
-    sha256: string | null;
-    completion_format: string;
-    params: string[];
-    is_async: boolean;
-  };
-  target: {
-    answer_type: AnswerType;
-    choices: string[] | null;
-    format: string;
-    rows_audited: number;
-    rows_total: number;
-    golds: { row: number; answer: string; alternate: string | null; accepted_formats: string[] }[];
-  };
-  families: FamilyRecord[];
-  /** The most severe hacks first, at most MAX_FINDINGS of them; `findings_total` counts them all. */
-  findings: FindingRecord[];
-  findings_total: number;
-  errors: { invariant: Invariant; count: number; examples: { attack_id: string; completion: string; error: string }[] }[];
-  side_effects: { kind: string; count: number; examples: string[] }[];
-  honest: {
-    calibration: { row: number; format: string; think: boolean; honest: number | null; wrong: number | null; accepted: boolean }[];
-    variants: { row: number; form: string; contested: boolean; completion: string; reward: number | null; rewarded: boolean }[];
-    false_rejections: number;
-  };
-  environment: { python: string };
-  tool: { name: string; version: string };
-  statement: string;
-  timing: { total_ms: number; import_ms: number; evaluations: number; evaluations_per_second: number };
-}
+export const RISK_LABELS = ['high', 'medium', 'low', 'minimal'] as const;
+
+const reasonSchema = z.object({ code: z.enum(REASON_CODES), message: z.string() }).strict();
+
+const findingSchema = z
+  .object({
+    class: z.enum(['exploit', 'false_accept', 'equivalent_form']),
+    attack_id: z.string(),
+    family: z.string(),
+    severity: z.enum(SEVERITIES),
+    invariant: z.enum(INVARIANTS),
+    /** The attack's declared intent. */
+    commits_to: z.enum(COMMITMENTS),
+    /** The golds the same completion was rewarded under: the row's gold first, then the alternates. */
+    rewarded_under: z.array(z.string()),
+    row: z.number().int(),
+    answer: z.string(),
+    alternate_gold: z.boolean(),
+    format: z.string().nullable(),
+    position: z.string().nullable(),
+    completion: z.string(),
+    completion_length: z.number().int(),
+    reward: z.number().nullable(),
+    non_finite: z.string().nullable(),
+  })
+  .strict();
+
+const familySchema = z
+  .object({
+    family: z.string(),
+    title: z.string(),
+    attempts: z.number().int(),
+    /** Exploits. */
+    hacks: z.number().int(),
+    false_accepts: z.number().int(),
+    rate: z.number(),
+    mean_severity: z.number(),
+    channel: z.number(),
+    /** The highest severity among this family's exploits, or null. */
+    severity: z.enum(SEVERITIES).nullable(),
+    hardening: z.string(),
+    worst: z
+      .object({ attack_id: z.string(), completion: z.string(), reward: z.number().nullable(), invariant: z.enum(INVARIANTS).nullable() })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+
+export const auditRecordSchema = z
+  .object({
+    schema: z.literal(AUDIT_SCHEMA),
+    decision: z.enum(['PASS', 'REJECT']),
+    reasons: z.array(reasonSchema),
+    hackability: z.number(),
+    risk: z.enum(RISK_LABELS),
+    hack_rate: z
+      .object({ point: z.number(), lo: z.number(), hi: z.number(), n: z.number().int(), hacks: z.number().int(), confidence: z.number(), method: z.string() })
+      .strict(),
+    policy: z.record(z.string(), z.unknown()).and(z.object({ strict: z.boolean() })),
+    seed: z.number().int(),
+    corpus: z.object({ version: z.string(), hash: z.string(), families: z.number().int(), candidates: z.number().int() }).strict(),
+    verifier: z
+      .object({ spec: z.string(), sha256: z.string().nullable(), completion_format: z.string(), params: z.array(z.string()), is_async: z.boolean() })
+      .strict(),
+    target: z
+      .object({
+        answer_type: z.enum(ANSWER_TYPES),
+        choices: z.array(z.string()).nullable(),
+        format: z.string(),
+        rows_audited: z.number().int(),
+        rows_total: z.number().int(),
+        golds: z.array(
+          z.object({ row: z.number().int(), answer: z.string(), alternate: z.string().nullable(), accepted_formats: z.array(z.string()) }).strict(),
+        ),
+      })
+      .strict(),
+    families: z.array(familySchema),
+    /** Exploits only, the most severe first, at most MAX_FINDINGS of them; `findings_total` counts them all. */
+    findings: z.array(findingSchema),
+    findings_total: z.number().int(),
+    false_accepts: z
+      .object({
+        total: z.number().int(),
+        rate: z.number(),
+        attempts: z.number().int(),
+        families: z.array(z.object({ family: z.string(), title: z.string(), count: z.number().int() }).strict()),
+        examples: z.array(findingSchema),
+        hardening: z.array(z.string()),
+      })
+      .strict(),
+    equivalent_forms: z.object({ total: z.number().int(), examples: z.array(findingSchema) }).strict(),
+    errors: z.array(
+      z
+        .object({
+          invariant: z.enum(INVARIANTS),
+          count: z.number().int(),
+          examples: z.array(z.object({ attack_id: z.string(), completion: z.string(), error: z.string() }).strict()),
+        })
+        .strict(),
+    ),
+    side_effects: z.array(z.object({ kind: z.string(), count: z.number().int(), examples: z.array(z.string()) }).strict()),
+    honest: z
+      .object({
+        calibration: z.array(
+          z
+            .object({
+              row: z.number().int(),
+              format: z.string(),
+              think: z.boolean(),
+              honest: z.number().nullable(),
+              wrong: z.number().nullable(),
+              accepted: z.boolean(),
+            })
+            .strict(),
+        ),
+        variants: z.array(
+          z
+            .object({
+              row: z.number().int(),
+              form: z.string(),
+              contested: z.boolean(),
+              completion: z.string(),
+              reward: z.number().nullable(),
+              rewarded: z.boolean(),
+            })
+            .strict(),
+        ),
+        false_rejections: z.number().int(),
+      })
+      .strict(),
+    environment: z.object({ python: z.string() }).strict(),
+    tool: z.object({ name: z.string(), version: z.string() }).strict(),
+    statement: z.string(),
+    /** The only non-deterministic field. */
+    timing: z
+      .object({
+        total_ms: z.number(),
+        import_ms: z.number(),
+        evaluations: z.number().int(),
+        evaluations_per_second: z.number(),
+        /** Milliseconds per phase of the audit. */
+        phases: z.record(z.string(), z.number()).optional(),
+      })
+      .strict(),
+  })
+  .strict();
+
+export type AuditRecord = z.infer<typeof auditRecordSchema>;
+export type FindingRecord = z.infer<typeof findingSchema>;
+export type FamilyRecord = z.infer<typeof familySchema>;
+export type Reason = z.infer<typeof reasonSchema>;
+export type ReasonCode = (typeof REASON_CODES)[number];
+export type Invariant = (typeof INVARIANTS)[number];
+export type FindingClass = FindingRecord['class'];
 
 export const PASS_STATEMENT =
-  'PASS means the verifier survived these attacks at this budget and seed. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. The gate audits gameability only, not whether valid answers are rewarded correctly.';
+  'PASS means the verifier survived these attacks at this budget and seed: no completion was rewarded under more than one gold beyond the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
 
 export const REJECT_STATEMENT =
-  'REJECT means the verifier was rewarded by attacks, misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
+  'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
 
 export function excerpt(text: string, max = 240): string {
   const chars = [...text];
@@ -111,5 +231,3 @@ export function withoutTiming(record: AuditRecord): Omit<AuditRecord, 'timing'> 
   const { timing: _timing, ...rest } = record;
   return rest;
 }
-
-export type { Decision };

@@ -1,9 +1,10 @@
-import { excerpt, type FamilyRecord, type FindingRecord } from './record.js';
+import { excerpt, type AuditRecord, type FamilyRecord, type FindingRecord } from './record.js';
 import type { Candidate } from './expand-candidates.js';
 import type { Invariant, Verdict } from './judge.js';
 import type { EvalResult } from '../runtime/python-session.js';
 import { roundTo, scoreFamily, type FamilyScore } from './score.js';
-import { SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
+import type { FormatName } from './answer-values.js';
+import { SEVERITIES, type Severity } from '../types.js';
 
 /**
  * A running tally of judged candidates. The gate streams rows through it in
@@ -13,6 +14,16 @@ import { SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
 
 /** Findings kept in the record; the total is always reported. */
 export const MAX_FINDINGS = 500;
+/** Examples of false accepts and of equivalent forms kept in the record, and at most this many per family. */
+export const MAX_EXAMPLES = 50;
+const MAX_EXAMPLES_PER_FAMILY = 2;
+
+/** Keep an example unless the list, or its family's share of it, is full: every family gets shown. */
+function keepExample(list: FindingRecord[], finding: FindingRecord): void {
+  if (list.length >= MAX_EXAMPLES) return;
+  if (list.filter((kept) => kept.family === finding.family).length >= MAX_EXAMPLES_PER_FAMILY) return;
+  list.push(finding);
+}
 /** Attack probes kept for replaying against packaged environments. */
 const ATTACK_PROBES = 32;
 /** Candidate probes remembered per family while streaming. */
@@ -22,7 +33,7 @@ const PROBE_MAX_CHARS = 4096;
 
 /** One scored completion against a row's own gold (never an alternate gold). */
 export type GateProbe =
-  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: AnswerFormat; think: boolean }
+  | { kind: 'honest'; row: number; answer: string; completion: string; reward: number; format: FormatName; think: boolean }
   | { kind: 'attack'; row: number; answer: string; completion: string; reward: number; attackId: string; severity: Severity };
 
 type AttackProbe = Extract<GateProbe, { kind: 'attack' }>;
@@ -32,6 +43,7 @@ const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
 interface FamilyTally {
   attempts: number;
   hacks: Severity[];
+  falseAccepts: number;
   worst: { order: number; severity: Severity; reward: number | null; candidate: Candidate; invariant: Invariant | null } | null;
 }
 
@@ -44,12 +56,16 @@ export class OutcomeTally {
   private readonly sideEffects = new Map<string, { count: number; examples: string[] }>();
   private readonly probePool = new Map<string, (AttackProbe & { order: number; family: string })[]>();
   private order = 0;
+  private readonly falseAcceptExamples: FindingRecord[] = [];
+  private readonly equivalentExamples: FindingRecord[] = [];
   hacks = 0;
   attempts = 0;
+  falseAccepts = 0;
+  equivalentForms = 0;
   timedOut = false;
 
   constructor(familyNames: readonly string[]) {
-    for (const name of familyNames) this.families.set(name, { attempts: 0, hacks: [], worst: null });
+    for (const name of familyNames) this.families.set(name, { attempts: 0, hacks: [], falseAccepts: 0, worst: null });
   }
 
   /** Count side effects of any call, probes and variants included. */
@@ -89,11 +105,20 @@ export class OutcomeTally {
         }
         this.errors.set(verdict.invariant!, entry);
       }
-      if (verdict.kind === 'hack' || verdict.kind === 'ok' || verdict.kind === 'committed') {
+      if (verdict.kind === 'exploit' || verdict.kind === 'ok' || verdict.kind === 'false_accept' || verdict.kind === 'equivalent_form') {
         family.attempts += 1;
         this.attempts += 1;
       }
-      if (verdict.kind === 'hack') {
+      if (verdict.kind === 'false_accept') {
+        family.falseAccepts += 1;
+        this.falseAccepts += 1;
+        keepExample(this.falseAcceptExamples, findingOf(candidate, verdict, result));
+      }
+      if (verdict.kind === 'equivalent_form') {
+        this.equivalentForms += 1;
+        keepExample(this.equivalentExamples, findingOf(candidate, verdict, result));
+      }
+      if (verdict.kind === 'exploit') {
         const severity = verdict.severity!;
         family.hacks.push(severity);
         this.hacks += 1;
@@ -111,7 +136,7 @@ export class OutcomeTally {
 
   /** Keep a bounded pool of scored attacks to pick replay probes from. */
   private remember(candidate: Candidate, result: EvalResult, order: number): void {
-    if (candidate.alternate || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
+    if (result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
     if (candidate.completion.length > PROBE_MAX_CHARS) return;
     const pool = this.probePool.get(candidate.family) ?? [];
     const entry = {
@@ -140,6 +165,25 @@ export class OutcomeTally {
       .filter((score) => score.attempts > 0 || score.hacks > 0);
   }
 
+  /** False accepts per family (those with any), with the families' hardening advice. */
+  falseAcceptRecord(meta: ReadonlyMap<string, { title: string; hardening: string }>): AuditRecord['false_accepts'] {
+    const families = [...this.families.entries()]
+      .filter(([, tally]) => tally.falseAccepts > 0)
+      .map(([family, tally]) => ({ family, title: meta.get(family)?.title ?? family, count: tally.falseAccepts }));
+    return {
+      total: this.falseAccepts,
+      rate: this.attempts > 0 ? roundTo(this.falseAccepts / this.attempts, 4) : 0,
+      attempts: this.attempts,
+      families,
+      examples: [...this.falseAcceptExamples],
+      hardening: families.map((entry) => meta.get(entry.family)?.hardening ?? '').filter((text) => text !== ''),
+    };
+  }
+
+  equivalentFormRecord(): AuditRecord['equivalent_forms'] {
+    return { total: this.equivalentForms, examples: [...this.equivalentExamples] };
+  }
+
   familyRecords(meta: ReadonlyMap<string, { title: string; hardening: string }>): FamilyRecord[] {
     return this.familyScores().map((score) => {
       const worst = this.families.get(score.family)!.worst;
@@ -149,6 +193,7 @@ export class OutcomeTally {
         title: info.title,
         attempts: score.attempts,
         hacks: score.hacks,
+        false_accepts: this.families.get(score.family)!.falseAccepts,
         rate: roundTo(score.rate, 4),
         mean_severity: roundTo(score.meanSeverity, 4),
         channel: roundTo(score.channel, 4),
@@ -206,15 +251,20 @@ export class OutcomeTally {
   }
 }
 
+const FINDING_CLASS = { exploit: 'exploit', false_accept: 'false_accept', equivalent_form: 'equivalent_form' } as const;
+
 function findingOf(candidate: Candidate, verdict: Verdict, result: EvalResult): FindingRecord {
   return {
+    class: FINDING_CLASS[verdict.kind as keyof typeof FINDING_CLASS],
     attack_id: candidate.attackId,
     family: candidate.family,
-    severity: verdict.severity!,
+    severity: verdict.severity ?? candidate.severity,
     invariant: verdict.invariant!,
+    commits_to: candidate.commitsTo,
+    rewarded_under: verdict.rewardedUnder,
     row: candidate.row,
     answer: candidate.answer,
-    alternate_gold: candidate.alternate,
+    alternate_gold: verdict.rewardedUnder.length > 1,
     format: candidate.format,
     position: candidate.position,
     completion: excerpt(candidate.completion),

@@ -37,11 +37,18 @@ const gateOptionsSchema = z
       .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
       .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
       .optional(),
-    format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
+    format: z
+      .array(
+        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
+          message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
+        }),
+      )
+      .default([]),
     dataset: z.string().optional(),
     policy: z.string().optional(),
     seed: integer('--seed').optional(),
     json: z.boolean().default(false),
+    strict: z.boolean().optional(),
     report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
     python: z.string().optional(),
     pythonpath: z.array(z.string()).default([]),
@@ -96,11 +103,17 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--answer <gold>', 'the ground truth to audit against')
     .addOption(new Option('--answer-type <type>', 'answer type').choices([...ANSWER_TYPES, 'auto']).default('auto'))
     .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
-    .addOption(new Option('--format <format>', 'the answer format to attack in (default: every format the verifier accepts)').choices([...ANSWER_FORMATS, 'auto']).default('auto'))
+    .option(
+      '--format <format>',
+      `attack only in this built-in format (${ANSWER_FORMATS.join(', ')}), or declare a layout with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>' (repeatable; default: every format the verifier accepts)`,
+      collect,
+      [],
+    )
     .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the audit record as JSON')
+    .option('--strict', 'also reject when any false accept is found (overrides the policy)')
     .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
@@ -119,9 +132,10 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
           answerType: options.answerType,
           ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format,
+          format: options.format.length > 0 ? options.format : 'auto',
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
+          ...(options.strict ? { strict: true } : {}),
           python: defaultPython(options.python),
           pythonpath: options.pythonpath,
           completionFormat: options.completionFormat,

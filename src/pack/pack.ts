@@ -241,7 +241,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         dataset: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
         answerType: ANSWER_TYPE_OF_TASK[seed.task],
         ...(seed.task === 'choice' ? { choices: choicesOf(seed) } : {}),
-        format: 'auto',
+        format: seed.answer_template ? [seed.answer_template] : 'auto',
         policy,
         python,
         cwd,

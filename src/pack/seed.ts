@@ -77,6 +77,13 @@ export const seedSchema = z
     task: z.enum(TASK_KINDS, { error: missingChoice(TASK_KINDS) }),
     dataset: datasetSchema,
     answer_format: z.enum(ANSWER_FORMATS, { error: missingChoice(ANSWER_FORMATS) }),
+    /** A layout the verifier reads that no built-in format covers, with {} where the answer goes; the gate attacks it too. */
+    answer_template: z
+      .string()
+      .refine((template) => template.split('{}').length === 2 && template.trim() !== '{}', {
+        message: "give a template with exactly one {} where the answer goes, such as '<SOLUTION>{}</SOLUTION>'",
+      })
+      .optional(),
     system_prompt: z.string().min(1),
     choices: z.array(z.string().min(1)).min(2).optional(),
     verifier: verifierSchema.default('builtin'),

@@ -32,6 +32,34 @@ export function formatSummary(record: AuditRecord): string {
   return lines.join('\n');
 }
 
+/**
+ * False accepts: rewarded only under the gold, but not committing to it
+ * alone. Reported apart from exploits, since a policy cannot earn them
+ * without knowing the answer; a strict policy gates on them.
+ */
+function falseAcceptLines(record: AuditRecord): string[] {
+  const fa = record.false_accepts;
+  const lines: string[] = [];
+  if (fa.total > 0) {
+    lines.push('');
+    lines.push(`false accepts: ${fa.total} of ${fa.attempts} (rate ${fa.rate.toFixed(3)}), rewarded only under the gold but not committing to it alone${(record.policy as { strict?: boolean }).strict ? ' (strict: gated)' : ' (reported; --strict gates on them)'}`);
+    for (const family of fa.families) {
+      const example = fa.examples.find((finding) => finding.family === family.family);
+      lines.push(`  ${family.family}: ${family.count}${example ? `  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}` : ''}`);
+    }
+    for (const advice of fa.hardening) lines.push(`  - ${advice}`);
+  }
+  if (record.equivalent_forms.total > 0) {
+    lines.push(`equivalent forms rewarded: ${record.equivalent_forms.total} (the gold written another way; reported, never gated)`);
+    const families = [...new Set(record.equivalent_forms.examples.map((example) => example.family))];
+    for (const family of families) {
+      const example = record.equivalent_forms.examples.find((finding) => finding.family === family)!;
+      lines.push(`  ${family}  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}`);
+    }
+  }
+  return lines;
+}
+
 export function formatScorecard(record: AuditRecord): string {
   const lines: string[] = [];
   const golds = record.target.golds;
@@ -58,7 +86,7 @@ export function formatScorecard(record: AuditRecord): string {
   lines.push(
     `hackability ${record.hackability.toFixed(1)} (${record.risk}); hack rate ${rate.point.toFixed(3)} [${rate.lo.toFixed(3)}, ${rate.hi.toFixed(3)}] (${rate.hacks}/${rate.n})`,
   );
-  const policy = record.policy as { max_hackability: number; max_hack_rate_ci_hi: number };
+  const policy = record.policy as unknown as { max_hackability: number; max_hack_rate_ci_hi: number };
   lines.push(`policy: hackability below ${policy.max_hackability.toFixed(1)}, hack-rate upper bound below ${policy.max_hack_rate_ci_hi}`);
   const v2 = record as AuditRecord & { false_accepts?: { total: number; attempts: number } };
   if (v2.false_accepts) {
@@ -70,6 +98,7 @@ export function formatScorecard(record: AuditRecord): string {
     const count = refused.length === 1 ? '1 honest variant of the gold was' : `${refused.length} honest variants of the gold were`;
     lines.push(`note: ${count} not rewarded: ${rejectedFormsText(record)} (reported, not gated)`);
   }
+  lines.push(...falseAcceptLines(record));
   lines.push('');
   lines.push(`decision: ${record.decision}`);
   for (const reason of record.reasons) lines.push(`  - ${reason.message}`);

@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { AuditState } from './audit-chunk.js';
+import type { Corpus } from './corpus.js';
+import type { Decision } from './decide.js';
+import type { AuditPlan } from './plan-audit.js';
+import { policyRecord, type GatePolicy } from './policy.js';
+import { AUDIT_SCHEMA, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './record.js';
+import { riskLabel, type HackRate } from './score.js';
+import type { VerifierInfo } from '../runtime/python-session.js';
+import { TOOL } from '../tool-info.js';
+import type { CompletionFormat } from '../types.js';
+
+/**
+ * The last stage of the gate: everything measured, written as the audit
+ * record. Pure apart from hashing the verifier file.
+ */
+
+export async function sha256File(file: string | null): Promise<string | null> {
+  if (!file) return null;
+  try {
+    return createHash('sha256').update(await readFile(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+export interface RecordInput {
+  spec: string;
+  verifierFile: string | null;
+  completionFormat: CompletionFormat;
+  format: string;
+  policy: GatePolicy;
+  corpus: Corpus;
+  plan: AuditPlan;
+  rowsAudited: number;
+  state: AuditState;
+  score: number;
+  hackRate: HackRate;
+  decision: Decision;
+  info: VerifierInfo;
+  timing: { totalMs: number; evaluations: number };
+}
+
+export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
+  const { policy, corpus, plan, state, decision, info } = input;
+  const familyMeta = new Map(corpus.families.map((family) => [family.family, { title: family.title, hardening: family.hardening }]));
+  const { findings, total: findingsTotal } = state.tally.findings();
+  const totalMs = input.timing.totalMs;
+  const phases = Object.fromEntries(Object.entries(state.phases).map(([phase, ms]) => [phase, Math.round(ms)]));
+  return {
+    schema: AUDIT_SCHEMA,
+    decision: decision.decision,
+    reasons: decision.reasons,
+    hackability: input.score,
+    risk: riskLabel(input.score),
+    hack_rate: { ...input.hackRate, confidence: policy.budget.confidence, method: 'seeded percentile bootstrap on Agresti-Coull-augmented outcomes' },
+    policy: policyRecord(policy) as AuditRecord['policy'],
+    seed: policy.seed,
+    corpus: { version: corpus.version, hash: corpus.hash, families: corpus.families.length, candidates: state.candidateCount },
+    verifier: {
+      spec: input.spec,
+      sha256: await sha256File(input.verifierFile ?? info.sourceFile),
+      completion_format: input.completionFormat,
+      params: info.params,
+      is_async: info.isAsync,
+    },
+    target: {
+      answer_type: plan.answerType,
+      choices: plan.answerType === 'choice' ? plan.choices : null,
+      format: input.format,
+      rows_audited: input.rowsAudited,
+      rows_total: plan.rowsTotal,
+      golds: plan.plans.slice(0, input.rowsAudited).map((gold) => ({
+        row: gold.row.index,
+        answer: gold.row.answer,
+        alternate: gold.alternate,
+        accepted_formats: state.acceptedByRow.get(gold.row.index) ?? [],
+      })),
+    },
+    families: state.tally.familyRecords(familyMeta),
+    findings,
+    findings_total: findingsTotal,
+    false_accepts: state.tally.falseAcceptRecord(familyMeta),
+    equivalent_forms: state.tally.equivalentFormRecord(),
+    errors: state.tally.errorGroups(),
+    side_effects: state.tally.sideEffectGroups(),
+    honest: {
+      calibration: state.calibration,
+      variants: state.variants,
+      false_rejections: state.variants.filter((variant) => !variant.contested && !variant.rewarded).length,
+    },
+    environment: { python: info.pythonVersion },
+    tool: { name: TOOL.name, version: TOOL.version },
+    statement: decision.decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
+    timing: {
+      total_ms: Math.round(totalMs),
+      import_ms: Math.round(info.importMs),
+      evaluations: input.timing.evaluations,
+      evaluations_per_second: Math.round(input.timing.evaluations / Math.max(totalMs / 1000, 1e-3)),
+      phases,
+    },
+  };
+}

@@ -1,0 +1,84 @@
+import type { GatePolicy } from './policy.js';
+import { GatekeptError } from '../errors.js';
+import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { WorkerPool } from '../runtime/worker-pool.js';
+
+/**
+ * How the gate calls the verifier: through the worker pool, under the
+ * audit's overall deadline, counting calls and reporting progress. A call
+ * that times out is run once more on its own with the same limit before it
+ * counts, so a verifier that is merely slow on a loaded machine gets the
+ * same decision as on an idle one; evaluation stops at a timeout that
+ * repeats, which already makes the verifier unauditable.
+ */
+
+export interface EvaluatorOptions {
+  onProgress?: (done: number, total: number) => void;
+  onRequests?: (requests: readonly EvalRequest[]) => void;
+}
+
+export class Evaluator {
+  evaluations = 0;
+  /** Progress is estimated from the chunks seen so far: rows are alike in size. */
+  expectedTotal = 0;
+  private progressDone = 0;
+  private readonly overall: Promise<never>;
+  private deadline: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: WorkerPool,
+    policy: GatePolicy,
+    private readonly options: EvaluatorOptions,
+  ) {
+    this.overall = new Promise<never>((_, reject) => {
+      this.deadline = setTimeout(
+        () =>
+          reject(
+            new GatekeptError('HARNESS_FAILED', `the audit did not finish within timeouts.total_s = ${policy.timeouts.totalS}s`, {
+              suggestion: 'raise timeouts.total_s in the policy, or audit fewer rows (budget.rows)',
+            }),
+          ),
+        policy.timeouts.totalS * 1000,
+      );
+    });
+    this.overall.catch(() => undefined);
+  }
+
+  dispose(): void {
+    clearTimeout(this.deadline);
+  }
+
+  async evaluate(requests: readonly EvalRequest[], progress = false): Promise<EvalResult[]> {
+    this.options.onRequests?.(requests);
+    const onProgress = progress && this.options.onProgress ? this.options.onProgress : undefined;
+    const before = this.progressDone;
+    const report = onProgress
+      ? (done: number): void => onProgress(before + done, Math.max(this.expectedTotal, before + requests.length))
+      : undefined;
+    const results = await this.withRetry(requests, report);
+    if (progress) this.progressDone += requests.length;
+    this.evaluations += results.filter((result) => result.status !== 'skipped').length;
+    return results;
+  }
+
+  private async run(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
+    return Promise.race([this.pool.evaluate(requests, { stopOnTimeout: true, ...(onProgress ? { onProgress } : {}) }), this.overall]);
+  }
+
+  private async withRetry(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
+    const results = await this.run(requests, onProgress);
+    const first = results.findIndex((result) => result.status === 'timeout');
+    if (first < 0) return results;
+    const [again] = await this.run([requests[first]!]);
+    results[first] = again!;
+    if (again!.status !== 'ok' && again!.status !== 'raised') return results;
+    // The rest was skipped when the first timeout stopped the batch: resume it.
+    const skipped = results.flatMap((result, index) => (result.status === 'skipped' ? [index] : []));
+    if (skipped.length === 0) return results;
+    const rest = await this.withRetry(skipped.map((index) => requests[index]!));
+    skipped.forEach((index, offset) => {
+      results[index] = rest[offset]!;
+    });
+    return results;
+  }
+}

@@ -1,0 +1,111 @@
+import type { AnswerType } from '../types.js';
+
+/**
+ * The invariance test's alternate golds. A completion the verifier rewards
+ * for the gold is scored again as if the answer were something else: every
+ * value it states, every other choice label, and one fresh value of the
+ * answer type. A reward that survives the change of gold is paid whatever the
+ * answer is, which is what makes a completion an exploit; a reward paid only
+ * under the gold cannot be earned by a policy that does not know the answer.
+ */
+
+/** Stated values tried per rewarded candidate, besides the fresh value. */
+export const MAX_STATED_ALTERNATES = 5;
+
+/** The value a string answer stands for: case, spacing, punctuation and articles aside. */
+function normalString(text: string): string {
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/\b(a|an|the)\b/g, ' ')
+    .replace(/[^\p{L}\p{N}]+/gu, '');
+}
+
+/**
+ * Whether an alternate is the gold's own value written another way (`42.0`,
+ * `PARIS`); such an alternate proves nothing and is not tried.
+ */
+export function sameValue(a: string, b: string, type: AnswerType): boolean {
+  const x = a.trim();
+  const y = b.trim();
+  if (x === y) return true;
+  switch (type) {
+    case 'numeric': {
+      const nx = Number(x.replace(/[,_\s]/g, ''));
+      const ny = Number(y.replace(/[,_\s]/g, ''));
+      return Number.isFinite(nx) && Number.isFinite(ny) && nx === ny;
+    }
+    case 'string':
+      return normalString(x) === normalString(y) && normalString(x) !== '';
+    case 'choice':
+    case 'boolean':
+      return x.toLowerCase() === y.toLowerCase();
+  }
+}
+
+/** Markup a completion is written in, which states no value: tags and LaTeX commands. */
+const MARKUP = /<\/?[A-Za-z|_][^<>]*>|\\[A-Za-z]+/g;
+
+/** The values a completion states, in order of appearance, without repeats. */
+export function statedValues(completion: string, type: AnswerType, choices: readonly string[]): string[] {
+  let found: string[];
+  switch (type) {
+    case 'numeric':
+      found = completion.match(/-?\d+(?:\.\d+)?/g) ?? [];
+      break;
+    case 'string':
+      found = completion.replace(MARKUP, ' ').match(/[\p{L}\p{N}]+/gu) ?? [];
+      break;
+    case 'choice':
+      found = [...choices];
+      break;
+    case 'boolean':
+      found = completion.match(/\b(true|false|yes|no)\b/gi) ?? [];
+      break;
+  }
+  return [...new Set(found)];
+}
+
+export interface AlternateContext {
+  gold: string;
+  type: AnswerType;
+  choices: readonly string[];
+  /** The template's wrong values (W, W2, W3): tried first when the completion states them. */
+  wrong: readonly string[];
+  /** One fresh value of the answer type, unrelated to the gold. */
+  fresh: string | null;
+}
+
+/**
+ * The alternate golds for one rewarded completion, deterministic: the
+ * template's wrong values it states, then the first and last value it
+ * states, then the others, at most MAX_STATED_ALTERNATES of them, and the
+ * fresh value last. Every other label for multiple choice, the opposite for
+ * a boolean.
+ */
+export function alternateGolds(completion: string, ctx: AlternateContext): string[] {
+  const out: string[] = [];
+  const push = (value: string): void => {
+    if (value.trim() === '' || sameValue(value, ctx.gold, ctx.type) || out.some((seen) => sameValue(seen, value, ctx.type))) return;
+    out.push(value);
+  };
+  if (ctx.type === 'choice') {
+    for (const label of ctx.choices) push(label);
+    return out;
+  }
+  if (ctx.type === 'boolean') {
+    if (ctx.fresh !== null) push(ctx.fresh);
+    return out;
+  }
+  const stated = statedValues(completion, ctx.type, ctx.choices);
+  const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
+  for (const value of ctx.wrong) if (isStated(value)) push(value);
+  const ordered = stated.length > 1 ? [stated[0]!, stated[stated.length - 1]!, ...stated.slice(1, -1)] : stated;
+  for (const value of ordered) {
+    if (out.length >= MAX_STATED_ALTERNATES) break;
+    push(value);
+  }
+  out.length = Math.min(out.length, MAX_STATED_ALTERNATES);
+  if (ctx.fresh !== null) push(ctx.fresh);
+  return out;
+}

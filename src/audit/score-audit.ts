@@ -1,0 +1,37 @@
+import type { BrokenGold } from './audit-chunk.js';
+import { decide, type Decision } from './decide.js';
+import type { GatePolicy } from './policy.js';
+import { hackability, hackRateInterval, type HackRate } from './score.js';
+import type { OutcomeTally } from './tally-outcomes.js';
+
+/**
+ * The stage after the last chunk: score the exploits the tally holds and
+ * decide. Exploits alone feed the hackability score and the hack-rate
+ * interval; false accepts reach the decision only for a strict policy.
+ */
+
+export interface AuditScore {
+  score: number;
+  hackRate: HackRate;
+  decision: Decision;
+}
+
+export function scoreAudit(tally: OutcomeTally, broken: readonly BrokenGold[], policy: GatePolicy): AuditScore {
+  const score = hackability(tally.familyScores());
+  const hackRate = hackRateInterval(tally.hacks, tally.attempts, {
+    seed: policy.seed,
+    resamples: policy.budget.bootstrapResamples,
+    confidence: policy.budget.confidence,
+  });
+  const falseAccepts = tally.falseAcceptRecord(new Map());
+  const decision = decide({
+    policy,
+    broken,
+    hackability: score,
+    hackRate,
+    falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
+    errors: tally.errorGroups().map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
+    sideEffects: tally.sideEffectGroups().map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
+  });
+  return { score, hackRate, decision };
+}

@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { gate, type GateResult } from '../src/audit/gate.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import type { AnswerType } from '../src/types.js';
+import { testPython } from './support/test-python.js';
+
+/**
+ * The reference panel: sound verifiers written from public descriptions of
+ * widely used reward code, each with one injected exploit-class bug and one
+ * false-accept-class bug. Nothing in the gate knows them; they check the
+ * rule, not the other way round.
+ */
+
+interface PanelEntry {
+  file: string;
+  answer: string;
+  answer_type: AnswerType;
+  style: string;
+}
+
+const PANEL_DIR = path.join(PACKAGE_ROOT, 'test', 'panel');
+const panel = JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')) as PanelEntry[];
+// verifiers 0.4's venv holds math-verify, pinned for the panel.
+const python = testPython('verifiers-v1');
+
+function run(entry: PanelEntry, fn: string, strict = false): Promise<GateResult> {
+  return gate({
+    reward: `${path.join(PANEL_DIR, entry.file)}:${fn}`,
+    answer: entry.answer,
+    answerType: entry.answer_type,
+    python,
+    cwd: PACKAGE_ROOT,
+    workers: 1,
+    strict,
+  });
+}
+
+describe('reference panel', () => {
+  it('has at least 12 verifiers in common styles, plus math-verify', () => {
+    expect(panel.length).toBeGreaterThanOrEqual(13);
+    expect(panel.some((entry) => entry.file === 'math_verify_reward.py')).toBe(true);
+  });
+
+  for (const entry of panel) {
+    it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug passes, reported, and rejects under --strict`, async () => {
+      const sound = await run(entry, 'reward');
+      expect(sound.decision, JSON.stringify(sound.record.reasons)).toBe('PASS');
+      expect(sound.record.findings_total).toBe(0);
+      expect(sound.record.hackability).toBe(0);
+
+      const exploit = await run(entry, 'reward_exploit');
+      expect(exploit.decision).toBe('REJECT');
+      expect(exploit.record.findings_total).toBeGreaterThan(0);
+      expect(exploit.record.reasons.map((reason) => reason.code)).toContain('HACKABILITY_OVER');
+      const finding = exploit.record.findings[0]!;
+      expect(finding.class).toBe('exploit');
+      // Checkable by hand: the same completion is paid under the gold and another answer.
+      expect(finding.rewarded_under[0]).toBe(entry.answer);
+      expect(finding.rewarded_under.length).toBeGreaterThan(1);
+
+      const falseAccept = await run(entry, 'reward_false_accept');
+      expect(falseAccept.decision, JSON.stringify(falseAccept.record.reasons)).toBe('PASS');
+      expect(falseAccept.record.findings_total).toBe(0);
+      // The bug adds false accepts the sound reader does not have, in at least one family.
+      const before = new Map(sound.record.false_accepts.families.map((family) => [family.family, family.count]));
+      const added = falseAccept.record.false_accepts.families.filter((family) => family.count > (before.get(family.family) ?? 0));
+      expect(added.length).toBeGreaterThan(0);
+      expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(true);
+
+      const strict = await run(entry, 'reward_false_accept', true);
+      expect(strict.decision).toBe('REJECT');
+      expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
+      expect(strict.record.policy.strict).toBe(true);
+    }, 120_000);
+  }
+
+  it('reaches a verifier that reads only after </think>, and rejects it when it hedges with any()', async () => {
+    const entry = panel.find((item) => item.file === 'think_then_box.py')!;
+    const result = await run(entry, 'reward_exploit');
+    expect(result.record.target.golds[0]!.accepted_formats).toEqual(['boxed']);
+    expect(result.decision).toBe('REJECT');
+    expect(result.record.findings.some((finding) => finding.family === 'hedge' && finding.completion.startsWith('<think>'))).toBe(true);
+  }, 60_000);
+
+  it('counts re-spellings of the gold as equivalent forms, never as exploits', async () => {
+    const entry = panel.find((item) => item.file === 'last_boxed_int.py')!;
+    const result = await run(entry, 'reward');
+    const forms = result.record.equivalent_forms.examples.map((example) => example.completion);
+    expect(forms).toEqual(expect.arrayContaining(['\\boxed{4,2}', '\\boxed{\u0664\u0662}']));
+  }, 60_000);
+});
