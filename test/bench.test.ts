@@ -49,6 +49,7 @@ const scaleRow = (overrides: Partial<ScaleRow>): ScaleRow => ({
   peak_tree_mb: 100,
   peak_process_mb: 80,
   phases: null,
+  audit_ms: 800,
   ...overrides,
 });
 
@@ -63,6 +64,7 @@ const singleRow: SingleRow = {
   python_import_ms: 30,
   per_call_us: 1.5,
   phases: { start: 50, import: 20, calibration: 5, attack: 100, judging: 10 },
+  audit_ms: 200,
 };
 
 const bench = (load: number, scale: ScaleRow[]): Bench => ({
@@ -125,7 +127,7 @@ describe('bench', () => {
     expect(renderMarkdown(bench(7.5, rows))).toContain('The machine was busy while this ran');
     const idle = renderMarkdown(bench(0.2, rows));
     expect(idle).not.toContain('busy');
-    expect(idle).toContain('| trivial | one answer | start 50, import 20, calibration 5, attack 100, judging 10 |');
+    expect(idle).toContain('| trivial | one answer | 400 | 200 | start 50, import 20, calibration 5, attack 100, judging 10 |');
   });
 
   it('the README shows the committed results, between its markers', () => {
