@@ -26,7 +26,8 @@
  *   npm run bench -- --python "$(bash scripts/setup-python-env.sh verifiers-v1)"
  *   options: --verifiers trivial,1ms,math-verify  --trivial 1000,100000
  *            --slow 1000,5000  --math 1000  --workers 2  --runs 5
- *            --single-only  --dry-run (print, write nothing)
+ *            --single-only (one answer only; prints, writes nothing)
+ *            --dry-run (print, write nothing)
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -544,7 +545,8 @@ async function main(): Promise<number> {
   for (const note of notes) console.warn(`note: ${note}`);
   const markdown = renderMarkdown(bench);
   console.log(`\n${markdown}`);
-  if (!values['dry-run']) {
+  // The one-answer part alone would replace the committed tables with half of them.
+  if (!values['dry-run'] && !values['single-only']) {
     writeFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.json'), `${JSON.stringify(bench, null, 2)}\n`);
     writeFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.md'), `# Gate benchmark\n\n${markdown}`);
     const readme = path.join(PACKAGE_ROOT, 'README.md');
