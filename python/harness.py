@@ -207,6 +207,17 @@ S.file_baseline = frozenset()
 S.workdir_touched = False
 S.workdir_mtime = None
 S.env_baseline = {}
+# Directories the verifier may write (its home and its temp directory).
+S.writable_prefixes = ()
+# In the bubblewrap sandbox every process the verifier starts stays inside
+# it, without network and with a read-only filesystem, so starting programs
+# is allowed; without it only a fork (which keeps this audit hook) is.
+S.isolated = False
+S.main_pid = os.getpid()
+S.forks = 0
+S.popen_pending = False
+S.calls_since_sweep = 0
+STRAY_SWEEP_CALLS = 32
 
 
 # ---------------------------------------------------------------- utilities
@@ -263,6 +274,8 @@ def _write_all(fd, data):
 
 
 def _send(data):
+    if _in_child():
+        _real_exit(0)
     try:
         _write_all(REPLY_FD, data)
     except OSError:
@@ -435,7 +448,7 @@ def _writable_path(path, dir_fd=None):
     except BaseException:
         return False
     full = _resolve(path, dir_fd)
-    return full is not None and full.startswith(S.workdir_prefix)
+    return full is not None and any(full.startswith(prefix) for prefix in S.writable_prefixes)
 
 
 def _describe_path(path, dir_fd=None):
@@ -552,10 +565,31 @@ def _audit(event, args):
     if kind == "network_blocked":
         _block(kind, _describe_network(event, args))
     if kind == "subprocess_blocked":
-        _block(kind, _describe_process(event, args))
+        _child_process(event, args)
     if kind == "kill_blocked":
         sig = args[1] if len(args) > 1 else "?"
         _block(kind, "%s to %s (signal %s)" % (event, _kill_target(event, args), sig))
+
+
+# Child processes one call may start: enough for a checker run in a child
+# with a timeout, or a small pool; a fork bomb stops here.
+MAX_CHILD_PROCESSES = 32
+_FORK_EVENTS = ("os.fork", "os.forkpty")
+
+
+def _child_process(event, args):
+    """Allow a child process within limits and record it. A fork keeps this
+    hook, so it is allowed everywhere; a new program does not, so outside the
+    sandbox it is refused."""
+    detail = _describe_process(event, args)
+    if not S.isolated and event not in _FORK_EVENTS:
+        _block("subprocess_blocked", detail)
+    # Popen goes on to fork_exec, which must not count the same child twice.
+    S.popen_pending = event == "subprocess.Popen"
+    S.forks += 1
+    if S.forks > MAX_CHILD_PROCESSES:
+        _block("subprocess_blocked", "more than %d child processes in one call (%s)" % (MAX_CHILD_PROCESSES, detail))
+    _record("process", detail)
 
 
 def _guard_fork_exec():
@@ -567,11 +601,24 @@ def _guard_fork_exec():
 
     def fork_exec(*args, **kwargs):
         if S.active:
-            argv = args[0] if args else kwargs.get("args")
-            _block("subprocess_blocked", "_posixsubprocess.fork_exec: " + _safe_repr(argv))
+            if S.popen_pending:
+                S.popen_pending = False
+            else:
+                argv = args[0] if args else kwargs.get("args")
+                _child_process("_posixsubprocess.fork_exec", (argv,))
         return original(*args, **kwargs)
 
     _posixsubprocess.fork_exec = fork_exec
+
+
+def _in_child():
+    return _getpid() != S.main_pid
+
+
+def _after_fork_in_child():
+    # A child of the verifier runs the verifier's code, never the protocol:
+    # it must not answer requests, and its exits are real.
+    S.ready = False
 
 
 def _die_with_parent():
@@ -588,7 +635,7 @@ def _die_with_parent():
 
 
 def _guarded_exit(code=0):
-    if S.active:
+    if S.active and not _in_child():
         S.exit_detail = "os._exit(%s)" % _safe_repr(code)
         raise _ExitAttempt(S.exit_detail)
     _real_exit(code)
@@ -696,14 +743,47 @@ def _child_pids():
     return pids
 
 
+def _sandbox_strays():
+    """In the sandbox's PID namespace /proc lists only its own processes:
+    bubblewrap's init (pid 1), this worker, and whatever the verifier started,
+    however it detached (setsid, a double fork)."""
+    if not S.isolated:
+        return []
+    # Listing /proc costs as much as a fast call; a call that forked where the
+    # hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
+    S.calls_since_sweep += 1
+    if S.forks == 0 and S.calls_since_sweep < STRAY_SWEEP_CALLS:
+        return []
+    S.calls_since_sweep = 0
+    me = _getpid()
+    strays = []
+    try:
+        names = _listdir("/proc")
+    except OSError:
+        return strays
+    for name in names:
+        if name.isdigit():
+            pid = int(name)
+            if pid not in (1, me):
+                strays.append(pid)
+    return strays
+
+
 def _reap_children():
     """The worker itself never starts a process, so any child it has was
-    started by the verifier out of the audit hook's sight (from C, through
-    ctypes...). None may outlive the call that started it."""
+    started by the verifier. None may outlive the call that started it."""
+    strays = _sandbox_strays()
+    for pid in strays:
+        try:
+            _kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
     try:
         pid, _status = _waitpid(-1, _WNOHANG)
     except OSError:
         # ChildProcessError: no children at all, the usual case, one syscall.
+        if strays:
+            _record("process", "%d process(es) still running after the call (killed)" % len(strays))
         return
     if pid == 0:
         for child in _child_pids():
@@ -719,7 +799,7 @@ def _reap_children():
             break
         if pid == 0:
             break
-    _record("subprocess_started", "a child process was started out of the audit hook's sight (killed if still running)")
+    _record("process", "a child process was started by the call (killed if still running)")
 
 
 def _housekeeping():
@@ -824,7 +904,9 @@ def _build_plan(fn, label):
 def _is_async_callable(fn):
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)
+    # The class's own __call__ (not callable(fn)): an instance with an async
+    # __call__ is awaited like an async function.
+    call = getattr(type(fn), "__call__", None)  # noqa: B004
     return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
 
 
@@ -895,6 +977,19 @@ def _classify_import_failure(target, exc):
     return _error_info("import_error", exc)
 
 
+def _neutral_main():
+    """The verifier sees an ordinary program: no harness as __main__, no
+    harness path in argv."""
+    import types
+
+    # Held here: the harness module must stay alive once it is no longer __main__.
+    S.harness_main = sys.modules.get("__main__")
+    main = types.ModuleType("__main__")
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    sys.argv = [""]
+
+
 def _init(request):
     target = request.get("target") or {}
     fn_name = target.get("fn") or ""
@@ -904,6 +999,14 @@ def _init(request):
     S.workdir = request.get("workdir") or _getcwd()
     S.workdir_real = _realpath(S.workdir)
     S.workdir_prefix = S.workdir_real.rstrip(os.sep) + os.sep
+    writable = [p for p in (request.get("writable") or [S.workdir]) if isinstance(p, str)]
+    S.writable_prefixes = tuple(_realpath(p).rstrip(os.sep) + os.sep for p in writable)
+    S.isolated = bool(request.get("isolated"))
+    S.main_pid = _getpid()
+    try:
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+    except (AttributeError, ValueError):
+        pass
 
     _apply_limits(request.get("memory_mb") or 0)
     _install_writers()
@@ -917,6 +1020,7 @@ def _init(request):
     extra = [p for p in (request.get("pythonpath") or []) if isinstance(p, str)]
     sys.path[:0] = [p for p in extra if p not in sys.path]
 
+    _neutral_main()
     os._exit = _guarded_exit
     posix._exit = _guarded_exit
     _guard_fork_exec()
@@ -1046,6 +1150,7 @@ def _evaluate(request):
 
     S.effects = []
     S.exit_detail = None
+    S.forks = 0
     _STDOUT.reset()
     _STDERR.reset()
     status = "ok"

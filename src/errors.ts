@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'VERIFIER_IMPORT_FAILED'
   | 'VERIFIER_IMPORT_TIMEOUT'
   | 'VERIFIER_NOT_CALLABLE'
+  | 'SANDBOX_UNAVAILABLE'
   // internal or harness failure (exit 3)
   | 'HARNESS_FAILED'
   | 'HARNESS_PROTOCOL'

@@ -27,3 +27,4 @@ export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from '.
 export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit/env-audit.js';
 export { formatEnvScorecard } from './env-audit/scorecard.js';
 export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult } from './env-audit/record.js';
+export { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from './runtime/sandbox.js';

@@ -4,7 +4,7 @@
  * names the field or path and says what to do, and none leaves anything at
  * --out.
  */
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -250,6 +250,7 @@ describe('the Python interpreter', () => {
     ['a Python 2.7 announcing itself on stderr', async () => fakePython('python2-stderr', '#!/bin/sh\necho "Python 2.7.18" >&2\nexit 1\n'), [/error \[PYTHON_TOO_OLD\]: '.*python2-stderr' is Python 2\.7\.18, which is older than Python 3\.10/]],
     ['a Python 2.7 announcing itself on stdout', async () => fakePython('python2-stdout', '#!/bin/sh\necho "Python 2.7.18"\n'), [/PYTHON_TOO_OLD.*is Python 2\.7\.18/]],
     ['a Python 2 that rejects -X', async () => fakePython('python2-x', '#!/bin/sh\necho "Unknown option: -X" >&2\nexit 2\n'), [/PYTHON_TOO_OLD.*older than Python 3\.10/]],
+    ['/bin/false', async () => '/bin/false', [/error \[PYTHON_NOT_FOUND\]: '\/bin\/false' does not run as a Python interpreter/]],
     ['a Python 3.8', async () => fakePython('python38', '#!/bin/sh\necho "Python 3.8.10" >&2\nexit 1\n'), [/PYTHON_TOO_OLD.*is Python 3\.8\.10/]],
   ])('%s', async (_name, make, messages) => {
     const python = await make();
@@ -267,6 +268,111 @@ describe('the Python interpreter', () => {
   it.skipIf(!process.env.GATEKEPT_OLD_PYTHON)('a real interpreter older than 3.10', async () => {
     const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--python', process.env.GATEKEPT_OLD_PYTHON!]);
     expect(run.stderr).toMatch(/error \[PYTHON_TOO_OLD\]/);
+    expect(run.exitCode).toBe(2);
+  });
+});
+
+describe('the interpreter is resolved once, from the current directory', () => {
+  it.each([
+    ['a relative virtualenv directory', (venv: string) => venv],
+    ['a relative interpreter path', (venv: string) => path.join(venv, 'bin', 'python')],
+  ])('%s works for gate, which runs Python in a temporary directory', async (_name, pick) => {
+    // A venv-shaped directory whose interpreter is the test interpreter.
+    const project = await mkdtemp(path.join(scratch, 'project-'));
+    await mkdir(path.join(project, 'venv', 'bin'), { recursive: true });
+    const real = (await execa(PYTHON, ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
+    await symlink(real, path.join(project, 'venv', 'bin', 'python'));
+    await writeFile(path.join(project, 'strict.py'), await readFile(path.join(PACKAGE_ROOT, 'examples', 'verifiers', 'strict.py'), 'utf8'));
+    const run = await cli(['gate', '--reward', 'strict.py:reward', '--answer', '42', '--python', pick('venv')], project);
+    expect(run.stderr).not.toMatch(/PYTHON_NOT_FOUND|ENOENT/);
+    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.exitCode).toBe(0);
+    const viaEnv = await execa(process.execPath, [BIN, 'gate', '--reward', 'strict.py:reward', '--answer', '42'], {
+      cwd: project,
+      reject: false,
+      stdin: 'ignore',
+      env: { FORCE_COLOR: '0', GATEKEPT_PYTHON: pick('venv') },
+    });
+    expect(viaEnv.exitCode, viaEnv.stderr).toBe(0);
+  });
+});
+
+describe('numbers and labels', () => {
+  it.each(['1'.repeat(400), '4294967296', '-1', '1e3'])('--seed %s is refused', async (seed) => {
+    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--seed', seed, '--python', PYTHON]);
+    expect(run.stderr).toMatch(/--seed must be a whole number from 0 to 4294967295/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it('a seed with duplicate choices is refused', async () => {
+    const seed = await scratchFile(
+      'seed.json',
+      seedWith({ task: 'choice', choices: ['A', 'B', 'A'], dataset: { rows: [{ question: 'Pick A. A) a B) b', answer: 'A' }] } }),
+    );
+    const out = path.join(scratch, 'out-duplicate-choices');
+    const run = await cli(['pack', '--seed', seed, '--out', out, '--python', PYTHON]);
+    expect(run.stderr).toMatch(/choices must be distinct labels/);
+    expect(run.exitCode).toBe(2);
+    await expectNothingWritten(out);
+  });
+
+  it('a dangling symlink as --out is exit 2 with a clear message', async () => {
+    const parent = await mkdtemp(path.join(scratch, 'dangling-'));
+    const out = path.join(parent, 'out');
+    await symlink(path.join(parent, 'missing'), out);
+    const run = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
+    expect(run.stderr).toMatch(/error \[OUT_DIR_UNWRITABLE\]: --out .*out is a symbolic link to something that does not exist/);
+    expect(run.stderr).not.toMatch(/INTERNAL|ENOTDIR/);
+    expect(run.exitCode).toBe(2);
+    expect(await readdir(parent)).toEqual(['out']);
+  });
+
+  it('generated arithmetic golds are exact past 2^53', async () => {
+    const { buildDataset } = await import('../src/pack/build-dataset.js');
+    const { loadSeed } = await import('../src/pack/seed.js');
+    const seed = await scratchFile(
+      'seed.json',
+      seedWith({ task: 'arith', answer_format: 'boxed', dataset: { generator: { count: 20, operands: { min: 999_000_000, max: 999_999_999 }, operators: ['*'], seed: 3 } } }),
+    );
+    const rows = await buildDataset(await loadSeed(seed, PACKAGE_ROOT));
+    for (const row of rows) {
+      const [a, b] = /What is (\d+) \* (\d+)\?/.exec(row.question)!.slice(1).map(BigInt) as [bigint, bigint];
+      expect(row.answer).toBe(String(a * b));
+    }
+    expect(rows.some((row) => BigInt(row.answer) > BigInt(Number.MAX_SAFE_INTEGER))).toBe(true);
+  });
+});
+
+describe('--sandbox where bubblewrap cannot be found', () => {
+  async function withoutBwrap(args: readonly string[]) {
+    const python = (await execa(PYTHON, ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
+    // A PATH with nothing on it: the interpreter is given by its absolute path.
+    const empty = await mkdtemp(path.join(scratch, 'empty-path-'));
+    return execa(process.execPath, [BIN, 'gate', '--reward', STRICT, '--answer', '42', '--python', python, ...args], {
+      cwd: PACKAGE_ROOT,
+      reject: false,
+      stdin: 'ignore',
+      env: { FORCE_COLOR: '0', PATH: empty },
+    });
+  }
+
+  it('auto runs unisolated and says so', async () => {
+    const run = await withoutBwrap([]);
+    expect(run.stderr).toMatch(/warning: the verifier is NOT isolated: bubblewrap \(bwrap\) is not available/);
+    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.exitCode).toBe(0);
+  });
+
+  it('bwrap refuses to run, exit 2', async () => {
+    const run = await withoutBwrap(['--sandbox', 'bwrap']);
+    expect(run.stderr).toMatch(/error \[SANDBOX_UNAVAILABLE\]: --sandbox bwrap was asked for, but bwrap was not found on PATH/);
+    expect(run.stderr).toMatch(/fix: install bubblewrap/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it('an unknown mode is bad input', async () => {
+    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'docker']);
+    expect(run.stderr).toMatch(/--sandbox/);
     expect(run.exitCode).toBe(2);
   });
 });

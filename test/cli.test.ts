@@ -1,8 +1,8 @@
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { testPython, testVenvDir } from './support/test-python.js';
 
@@ -16,6 +16,10 @@ function cli(args: string[], cwd = PACKAGE_ROOT) {
 let scratch: string;
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-cli-'));
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
 });
 
 describe('gatekept gate (CLI)', () => {
@@ -86,11 +90,11 @@ describe('gatekept gate (CLI)', () => {
   });
 
   it('exit 3 when the harness itself fails', async () => {
-    // An "interpreter" that starts but never speaks the protocol.
+    // An interpreter that answers as Python when asked what it is, but never speaks the protocol.
     const fake = path.join(scratch, 'fake-python');
-    await writeFile(fake, '#!/bin/sh\necho "not python" >&2\nexit 0\n');
+    await writeFile(fake, `#!/bin/sh\ncase "$*" in *GATEKEPT-PROBE*) exec ${python} "$@";; esac\necho "not python" >&2\nexit 0\n`);
     await chmod(fake, 0o755);
-    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake]);
+    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', fake, '--sandbox', 'none']);
     expect(run.exitCode).toBe(3);
     expect(run.stderr).toMatch(/error \[HARNESS_FAILED\]/);
   });

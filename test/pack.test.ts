@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -108,6 +108,35 @@ describe('gatekeep / pack', () => {
 
 // What --target chooses. Each package is run under its own library by
 // smoke.test.ts and emit-packages.test.ts; here only the tree is checked.
+describe('pack: the dataset\'s golds', () => {
+  it('rejects, writing nothing, when a row\'s gold in the seed\'s format is not rewarded', async () => {
+    const dir = path.join(scratch, 'gold-check');
+    await mkdir(dir, { recursive: true });
+    await copyFile(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'picky-gold.py'), path.join(dir, 'picky.py'));
+    const rows = Array.from({ length: 40 }, (_, index) => ({ question: `What is ${index} + 0?`, answer: String(index) }));
+    await writeFile(
+      path.join(dir, 'seed.json'),
+      JSON.stringify({
+        name: 'picky',
+        description: 'Arithmetic with a verifier that punishes one gold.',
+        task: 'arith',
+        dataset: { rows },
+        answer_format: 'boxed',
+        system_prompt: 'Answer in \\boxed{}.',
+        verifier: { file: 'picky.py', function: 'reward' },
+      }),
+    );
+    const out = path.join(dir, 'out');
+    const result = await gatekeep({ seed: path.join(dir, 'seed.json'), outDir: out, python });
+    expect(result.gate.decision).toBe('REJECT');
+    expect(result.emitted).toBe(false);
+    const reasons = result.gate.record.reasons.map((reason) => reason.code);
+    expect(reasons).toContain('DATASET_GOLD_UNREWARDED');
+    expect(result.gate.record.reasons.find((reason) => reason.code === 'DATASET_GOLD_UNREWARDED')?.message).toMatch(/1 dataset row\(s\) written as boxed \(first: row 14\)/);
+    await expect(stat(out)).rejects.toThrow();
+  });
+});
+
 describe('pack --target', () => {
   it('writes only the named packages, in their own folders', async () => {
     const result = await gatekeep({ seed: seed('facts-boolean'), outDir: path.join(scratch, 'targets', 'v0'), python, targets: ['verifiers-v0'] });

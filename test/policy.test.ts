@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -70,5 +70,6 @@ describe('policy', () => {
     await expect(loadPolicy(path.join(dir, 'nope.toml'))).rejects.toMatchObject({ code: 'FILE_NOT_FOUND', message: expect.stringContaining('nope.toml') });
     await writeFile(path.join(dir, 'ok.toml'), 'max_hackability = 20\n');
     expect((await loadPolicy(path.join(dir, 'ok.toml'))).maxHackability).toBe(20);
+    await rm(dir, { recursive: true, force: true });
   });
 });

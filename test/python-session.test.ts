@@ -12,8 +12,10 @@ import {
   type SessionOptions,
   type VerifierSession,
 } from '../src/runtime/python-session.js';
+import { openSandbox } from '../src/runtime/sandbox.js';
 
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
+const HAS_BWRAP = (await openSandbox('auto')).kind === 'bwrap';
 
 let dir: string;
 let counter = 0;
@@ -153,7 +155,11 @@ def reward(completion, answer, **kwargs):
     if what == "secret":
         return 0.0 if "GATEKEPT_FAKE_SECRET" in os.environ else 1.0
     if what == "home":
-        return 1.0 if os.environ.get("HOME") == os.environ.get("TMPDIR") == os.getcwd() else 0.0
+        # A home of its own, a separate temp directory, and no gatekept name in either.
+        home, tmp, cwd = os.environ.get("HOME"), os.environ.get("TMPDIR"), os.getcwd()
+        isolated = os.environ.get("GATEKEPT_EXPECT_NEUTRAL") or home == "/home/user"
+        neutral = not isolated or all("gatekept" not in p for p in (home, tmp, cwd))
+        return 1.0 if home == cwd and tmp and tmp != home and neutral else 0.0
     return 1.0 if what == answer else 0.0
 `;
 
@@ -414,7 +420,8 @@ describe('hangs and crashes', () => {
         expect(isAlive(before!.reward!)).toBe(false);
         expect(gold?.reward).toBe(1);
       },
-      { callTimeoutMs: 300 },
+      // Host pids: inside the sandbox's PID namespace every worker is pid 2.
+      { callTimeoutMs: 300, sandbox: 'none' },
     );
   }, 20_000);
 
@@ -447,14 +454,15 @@ describe('hangs and crashes', () => {
       expect(pid3?.reward).not.toBe(pid2?.reward);
       expect(selfKill).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGKILL' } });
       expect(gold).toMatchObject({ status: 'ok', reward: 1 });
-    });
+    }, { sandbox: 'none' });
   }, 20_000);
 });
 
 describe('isolation', () => {
-  it('blocks network, subprocesses, signals and writes outside the workdir', async () => {
+  it('without a sandbox, blocks network, new programs, signals and writes outside the workdir', async () => {
     const outside = path.join(dir, 'outside.txt');
     await withSession(MISCHIEF, async (session) => {
+      expect(session.isolation).toBe('none');
       const [network, subprocess, kill, write] = await session.evaluate([
         req('network'),
         req('subprocess'),
@@ -467,7 +475,20 @@ describe('isolation', () => {
       expect(kill?.sideEffects).toEqual([{ kind: 'kill_blocked', detail: 'os.kill to its parent (signal 15)' }]);
       expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
       expect(existsSync(outside)).toBe(false);
-    });
+    }, { sandbox: 'none' });
+  });
+
+  it.skipIf(!HAS_BWRAP)('in the bubblewrap sandbox, allows a child program and still reports network and outside writes', async () => {
+    // Not under /tmp: the sandbox has a private /tmp of its own.
+    const outside = path.join(process.cwd(), 'test', `outside-sandboxed-${process.pid}.txt`);
+    await withSession(MISCHIEF, async (session) => {
+      expect(session.isolation).toBe('bwrap');
+      const [network, subprocess, write] = await session.evaluate([req('network'), req('subprocess'), req(`write:${outside}`)]);
+      expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
+      expect(subprocess).toMatchObject({ status: 'ok', sideEffects: [{ kind: 'process', detail: "subprocess.Popen: ['true']" }] });
+      expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
+      expect(existsSync(outside)).toBe(false);
+    }, { sandbox: 'bwrap' });
   });
 
   it('reports and undoes env changes, new files and chdir', async () => {
@@ -586,7 +607,7 @@ describe('load failures', () => {
 
 describe('lifecycle', () => {
   it('leaves no worker behind after close, and close is idempotent', async () => {
-    const session = await openVerifierSession(options(await verifierFile(MISCHIEF)));
+    const session = await openVerifierSession(options(await verifierFile(MISCHIEF), { sandbox: 'none' }));
     const [pid] = await session.evaluate([req('pid')]);
     const workerPid = pid!.reward!;
     expect(isAlive(workerPid)).toBe(true);

@@ -56,7 +56,12 @@ export async function calibrateChunk(
   const started = performance.now();
   const sets: { plan: GoldPlan; probes: Probe[] }[] = chunk.map((plan) => ({ plan, probes: calibrationProbes(plan.context.gold, plan.context.wrong[0]!, custom) }));
   // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
-  const results = await evaluator.evaluate(sets.flatMap(({ plan, probes }) => probes.map((probe) => requestFor(plan, probe.completion))));
+  const results = await evaluator.evaluate(
+    sets.flatMap(({ plan, probes }) => probes.map((probe) => requestFor(plan, probe.completion))),
+    false,
+    // Shuffled within each row's probes only, so a hang is pinned on its row.
+    sets.map(({ probes }) => probes.length),
+  );
   state.tally.addSideEffects(results);
   const levelsByRow = new Map<number, Levels>();
   let offset = 0;

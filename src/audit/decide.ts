@@ -24,6 +24,10 @@ export interface DecisionInput {
   errors: readonly { invariant: string; count: number; example: string }[];
   /** Side effects seen (kind → count), excluding harmless output. */
   sideEffects: readonly { kind: string; count: number; example: string }[];
+  /** Calls scored again at the end of the audit and in a fresh process; a changed reward is not a function of its inputs. */
+  recheck?: { changed: number; total: number; example: string | null } | null;
+  /** Dataset rows whose gold, in the environment's own format, was not rewarded above a wrong answer. */
+  unrewardedGolds?: { rows: readonly number[]; format: string } | null;
 }
 
 export interface Decision {
@@ -88,6 +92,7 @@ export function decide(input: DecisionInput): Decision {
     });
   }
   for (const effect of input.sideEffects) {
+    if (effect.kind === 'process') continue; // child processes are allowed within limits, and recorded
     reasons.push({
       code: 'SIDE_EFFECTS',
       message: `side effects: ${effect.kind} on ${effect.count} call${effect.count === 1 ? '' : 's'} (${effect.example}); a reward function must be a pure function of its inputs`,
@@ -107,6 +112,20 @@ export function decide(input: DecisionInput): Decision {
     reasons.push({
       code: 'HACK_RATE_CI_OVER',
       message: `upper bound of the hack-rate interval ${input.hackRate.hi.toFixed(4)} (${input.hackRate.hacks}/${input.hackRate.n} hacks) is not below max_hack_rate_ci_hi ${policy.maxHackRateCiHi}`,
+    });
+  }
+  const recheck = input.recheck;
+  if (recheck && recheck.changed > 0) {
+    reasons.push({
+      code: 'NOT_A_FUNCTION',
+      message: `not a function of its inputs: ${recheck.changed} of ${recheck.total} calls scored again at the end of the audit or in a fresh process got a different reward (${recheck.example ?? ''})`,
+    });
+  }
+  const golds = input.unrewardedGolds;
+  if (golds && golds.rows.length > 0) {
+    reasons.push({
+      code: 'DATASET_GOLD_UNREWARDED',
+      message: `the verifier does not reward the gold of ${golds.rows.length} dataset row(s) written as ${golds.format} (first: row ${golds.rows[0]! + 1}); the environment would punish correct answers`,
     });
   }
   const falseAccepts = input.falseAccepts;

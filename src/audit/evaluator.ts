@@ -2,6 +2,7 @@ import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
 import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
+import { evaluateShuffled, RescoreSample } from './rescore.js';
 
 /**
  * How the gate calls the verifier: through the worker pool, under the
@@ -19,6 +20,10 @@ export interface EvaluatorOptions {
 
 export class Evaluator {
   evaluations = 0;
+  /** Scored calls, some of which are scored again at the end (see rescore.ts). */
+  readonly rescore: RescoreSample;
+  private batches = 0;
+  private readonly seed: number;
   /** Progress is estimated from the chunks seen so far: rows are alike in size. */
   expectedTotal = 0;
   private progressDone = 0;
@@ -42,20 +47,31 @@ export class Evaluator {
       );
     });
     this.overall.catch(() => undefined);
+    this.seed = policy.seed;
+    this.rescore = new RescoreSample(policy.seed);
+  }
+
+  /** Score the sample again, by the warm workers and a fresh one, under the audit's deadline. */
+  recheck(): Promise<{ changed: number; total: number; example: string | null }> {
+    return Promise.race([this.rescore.recheck(this.pool), this.overall]);
   }
 
   dispose(): void {
     clearTimeout(this.deadline);
   }
 
-  async evaluate(requests: readonly EvalRequest[], progress = false): Promise<EvalResult[]> {
+  /** `blocks`: lengths of consecutive groups whose calls are shuffled among themselves only (default: one group). */
+  async evaluate(requests: readonly EvalRequest[], progress = false, blocks?: readonly number[]): Promise<EvalResult[]> {
     this.options.onRequests?.(requests);
     const onProgress = progress && this.options.onProgress ? this.options.onProgress : undefined;
     const before = this.progressDone;
     const report = onProgress
       ? (done: number): void => onProgress(before + done, Math.max(this.expectedTotal, before + requests.length))
       : undefined;
-    const results = await this.withRetry(requests, report);
+    this.batches += 1;
+    // A seeded order, so no verifier can count on the first call being the bare gold.
+    const results = await evaluateShuffled(requests, this.seed, this.batches, (shuffled) => this.withRetry(shuffled, report), blocks);
+    this.rescore.add(requests, results);
     if (progress) this.progressDone += requests.length;
     this.evaluations += results.filter((result) => result.status !== 'skipped').length;
     return results;

@@ -4,13 +4,16 @@ import { attackChunk, calibrateChunk, type AuditState } from './audit-chunk.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
+import { checkGolds, type GoldCheckRequest, type GoldCheckResult } from './gold-check.js';
 import { Evaluator } from './evaluator.js';
 import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
 import type { AuditRecord } from './record.js';
 import { scoreAudit } from './score-audit.js';
 import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
-import { EXIT, type ExitCode } from '../errors.js';
+import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import type { SandboxMode } from '../runtime/sandbox.js';
 import { formatSummary } from '../report/scorecard.js';
 import { parseVerifierSpec, type EvalRequest } from '../runtime/python-session.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
@@ -19,8 +22,9 @@ import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 /**
  * The gate, top to bottom: plan the audit, calibrate the verifier on the
  * gold and a wrong answer in every format, attack it in the formats it
- * accepts, settle every rewarded attack with the invariance test, score the
- * exploits, decide, and write the record. Rows stream through in chunks so
+ * accepts, settle every rewarded attack with the invariance test, check the
+ * dataset's golds when packing, score the exploits, decide, and write the
+ * record. Rows stream through in chunks so
  * memory stays flat however large the audit. Each stage lives in its own
  * module; this one only orders them.
  */
@@ -49,12 +53,16 @@ export interface GateOptions {
   /** Also reject on any false accept (overrides the policy's `strict` when set). */
   strict?: boolean;
   python?: string;
+  /** Isolation of the verifier's processes: 'auto' (default; bubblewrap when available), 'bwrap' (required) or 'none'. */
+  sandbox?: SandboxMode;
   /** Where module specs and relative paths resolve (default: process.cwd()). */
   cwd?: string;
   pythonpath?: readonly string[];
   completionFormat?: CompletionFormat;
   workers?: number;
   onProgress?: (done: number, total: number) => void;
+  /** Also check that every dataset row's gold, in this format, is rewarded above a wrong answer (packing). */
+  goldCheck?: GoldCheckRequest;
   /** Observes every batch of requests sent to the verifier (benchmarks and tracing). */
   onRequests?: (requests: readonly EvalRequest[]) => void;
 }
@@ -72,6 +80,8 @@ export interface GateResult {
    * the record: it would carry whole attack payloads.
    */
   probes: GateProbe[];
+  /** The gold check asked for with `goldCheck`; null when not asked or the audit stopped first. */
+  goldCheck: GoldCheckResult | null;
 }
 
 /** Rows calibrated, attacked and judged together; bounds what is held in memory at once. */
@@ -79,6 +89,9 @@ const ROWS_PER_CHUNK = 16;
 
 function effectivePolicy(options: GateOptions): GatePolicy {
   const base = options.policy ?? DEFAULT_POLICY;
+  if (options.seed !== undefined && !(Number.isInteger(options.seed) && options.seed >= 0 && options.seed <= 0xffff_ffff)) {
+    throw new GatekeptError('BAD_ARGUMENT', `seed ${String(options.seed)} is not a whole number from 0 to 4294967295`);
+  }
   return {
     ...base,
     ...(options.seed === undefined ? {} : { seed: options.seed }),
@@ -95,7 +108,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const formats = resolveFormats(options.format);
   // Python starts (and imports the verifier) while the inputs are read and planned.
   const poolOpening = WorkerPool.open({
-    python: options.python ?? 'python3',
+    python: resolvePython(options.python, cwd),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     target,
     pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
     completionFormat,
@@ -142,11 +156,19 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       );
       if (start + ROWS_PER_CHUNK < plan.plans.length) collectGarbageIfGrown();
     }
+    const goldCheck =
+      options.goldCheck && !state.tally.timedOut
+        ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
+        : null;
+    const recheck = state.tally.timedOut ? null : await evaluator.recheck();
     // Shutting the workers down overlaps with scoring and the record.
     const closing = pool.close();
 
     const scoring = performance.now();
-    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy);
+    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy, {
+      recheck,
+      unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null,
+    });
     state.phases.score = performance.now() - scoring;
     const info = pool.info;
     await closing;
@@ -173,6 +195,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       record,
       summary: () => formatSummary(record),
       probes: [...state.honestProbes, ...state.tally.attackProbes()],
+      goldCheck,
     };
   } finally {
     evaluator.dispose();

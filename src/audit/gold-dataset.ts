@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { makeRng } from './answer-values.js';
 import { GatekeptError } from '../errors.js';
+import { readJsonlValues } from '../rows.js';
 import { describeIssues } from './policy.js';
 
 /** Dataset rows for auditing a verifier across many golds. */
@@ -39,27 +39,11 @@ export function parseRow(value: unknown, index: number, where: string): DatasetR
 }
 
 export async function loadDatasetFile(file: string): Promise<DatasetRow[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read dataset ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: 'pass a JSONL file with one {"answer": ...} object per line',
-    });
-  }
-  const rows: DatasetRow[] = [];
-  text.split(/\r?\n/).forEach((line, lineIndex) => {
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      throw new GatekeptError('BAD_DATASET', `${file}: line ${lineIndex + 1} is not valid JSON (${(error as Error).message})`, {
-        suggestion: 'write one JSON object per line (JSONL)',
-      });
-    }
-    rows.push(parseRow(value, rows.length, `${file} line ${lineIndex + 1}`));
+  const lines = await readJsonlValues(file, {
+    what: 'dataset',
+    suggestion: 'pass a JSONL file with one {"answer": ...} object per line',
   });
+  const rows = lines.map(({ line, value }, index) => parseRow(value, index, `${file} line ${line}`));
   if (rows.length === 0) {
     throw new GatekeptError('BAD_DATASET', `${file} has no rows`, { suggestion: 'add at least one {"answer": ...} line' });
   }

@@ -30,6 +30,8 @@ export const REASON_CODES = [
   'HACK_RATE_CI_OVER',
   'FALSE_ACCEPTS',
   'NOTHING_AUDITED',
+  // the same call scored differently at the end of the audit or in a fresh process
+  'NOT_A_FUNCTION',
   // pack only: a dataset row whose gold the verifier does not reward in canonical form
   'DATASET_GOLD_UNREWARDED',
 ] as const;

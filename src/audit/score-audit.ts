@@ -1,5 +1,5 @@
 import type { BrokenGold } from './audit-chunk.js';
-import { decide, type Decision } from './decide.js';
+import { decide, type Decision, type DecisionInput } from './decide.js';
 import type { GatePolicy } from './policy.js';
 import { hackability, hackRateInterval, type HackRate } from './score.js';
 import type { OutcomeTally } from './tally-outcomes.js';
@@ -16,7 +16,12 @@ export interface AuditScore {
   decision: Decision;
 }
 
-export function scoreAudit(tally: OutcomeTally, broken: readonly BrokenGold[], policy: GatePolicy): AuditScore {
+export function scoreAudit(
+  tally: OutcomeTally,
+  broken: readonly BrokenGold[],
+  policy: GatePolicy,
+  checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds'> = {},
+): AuditScore {
   const score = hackability(tally.familyScores());
   const hackRate = hackRateInterval(tally.hacks, tally.attempts, {
     seed: policy.seed,
@@ -32,6 +37,7 @@ export function scoreAudit(tally: OutcomeTally, broken: readonly BrokenGold[], p
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
     errors: tally.errorGroups().map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
     sideEffects: tally.sideEffectGroups().map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
+    ...checks,
   });
   return { score, hackRate, decision };
 }

@@ -5,7 +5,8 @@ import { GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { reportFormatFor, writeReport } from '../report/render-report.js';
-import { defaultPython } from '../runtime/resolve-python.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_MODES } from '../runtime/sandbox.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
 
 /** `gatekept audit --env`: options in, the environment scorecard (or its record) and an exit code out. */
@@ -35,6 +36,7 @@ const auditOptionsSchema = z.object({
   policy: z.string().optional(),
   seed: integer('--seed').optional(),
   json: z.boolean().default(false),
+  sandbox: z.enum(SANDBOX_MODES).default('auto'),
   report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
   workers: integer('--workers')
     .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
@@ -75,6 +77,7 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
     .option('--json', 'print the environment audit record as JSON')
     .option('--report <file>', 'also write a report, on PASS and on REJECT: .html (self-contained page) or .md (Markdown)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .addOption(new Option('--sandbox <mode>', 'isolation of the reward functions: auto (bubblewrap when available, else a warning), bwrap (required), none').choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const parsed = auditOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -87,6 +90,8 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) reportFormatFor(options.report);
       const policy = options.policy ? await loadPolicy(options.policy) : DEFAULT_POLICY;
+      const sandbox = await openSandbox(options.sandbox);
+      if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
         // Loaded on demand, like pack and smoke.
@@ -94,7 +99,8 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
         const { formatEnvScorecard } = await import('../env-audit/scorecard.js');
         const result = await auditEnv({
           env: options.env,
-          python: defaultPython(options.python),
+          python: resolvePython(options.python),
+          sandbox: options.sandbox,
           pythonpath: options.pythonpath,
           ...(options.rows !== undefined ? { rows: options.rows } : {}),
           against: options.against,

@@ -7,7 +7,8 @@ import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render
 import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { defaultPython } from '../runtime/resolve-python.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_MODES, type SandboxMode } from '../runtime/sandbox.js';
 import { smokeCommand } from './smoke-command.js';
 import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
@@ -25,6 +26,24 @@ const integer = (name: string) =>
     .string()
     .regex(/^\d+$/, `${name} must be a whole number`)
     .transform(Number);
+
+/** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
+const seedOption = z
+  .string()
+  .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
+  .transform(Number)
+  .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+
+/**
+ * Resolve the sandbox before the run, so that a run without isolation says
+ * so every time, and a required one that is missing fails before any work.
+ */
+async function announceSandbox(io: Io, mode: SandboxMode): Promise<void> {
+  const sandbox = await openSandbox(mode);
+  if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+}
+
+const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
 
 const gateOptionsSchema = z
   .object({
@@ -46,11 +65,12 @@ const gateOptionsSchema = z
       .default([]),
     dataset: z.string().optional(),
     policy: z.string().optional(),
-    seed: integer('--seed').optional(),
+    seed: seedOption.optional(),
     json: z.boolean().default(false),
     strict: z.boolean().optional(),
     report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
     python: z.string().optional(),
+    sandbox: z.enum(SANDBOX_MODES).default('auto'),
     pythonpath: z.array(z.string()).default([]),
     completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
     workers: integer('--workers')
@@ -74,6 +94,7 @@ const OPTION_FLAGS: Record<string, string> = {
   python: '--python',
   completionFormat: '--completion-format',
   workers: '--workers',
+  sandbox: '--sandbox',
   report: '--report',
 };
 
@@ -119,11 +140,13 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(gateOptionsSchema, raw);
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) reportFormatFor(options.report);
       const policy = await resolvePolicy(options.policy);
+      await announceSandbox(io, options.sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
         const result = await gate({
@@ -136,7 +159,8 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
           ...(options.strict ? { strict: true } : {}),
-          python: defaultPython(options.python),
+          python: resolvePython(options.python),
+          sandbox: options.sandbox,
           pythonpath: options.pythonpath,
           completionFormat: options.completionFormat,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
@@ -162,6 +186,7 @@ const packOptionsSchema = z.object({
   json: z.boolean().default(false),
   report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
   python: z.string().optional(),
+  sandbox: z.enum(SANDBOX_MODES).default('auto'),
   workers: integer('--workers')
     .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
     .optional(),
@@ -198,10 +223,12 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--report <file>', 'also write a report, on PASS and on REJECT: .html or .md, outside --out')
     .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
+    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema, raw);
       if (options.report !== undefined) checkPackReport(options.report, options.out);
       const policy = await resolvePolicy(options.policy);
+      await announceSandbox(io, options.sandbox);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
@@ -214,7 +241,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           force: options.force,
           archive: options.archive,
           targets: parseTargets(options.target),
-          python: defaultPython(options.python),
+          python: resolvePython(options.python),
+          sandbox: options.sandbox,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),
         });

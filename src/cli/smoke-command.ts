@@ -1,9 +1,10 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { z } from 'zod';
 import type { Io } from './io.js';
 import { GatekeptError, type ExitCode } from '../errors.js';
 import { describeIssues } from '../audit/policy.js';
-import { defaultPython } from '../runtime/resolve-python.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_MODES } from '../runtime/sandbox.js';
 
 /** `gatekept smoke`: options in, a report and an exit code out. */
 
@@ -20,6 +21,7 @@ const smokeOptionsSchema = z
       .refine((value) => value >= 1 && value <= 86_400, 'must be between 1 and 86400')
       .default(120),
     json: z.boolean().default(false),
+    sandbox: z.enum(SANDBOX_MODES).default('auto'),
   })
   .refine((options) => (options.openenv === undefined) !== (options.verifiers === undefined), {
     message: 'give exactly one of --openenv DIR or --verifiers DIR',
@@ -43,6 +45,7 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
     .option('--python <path>', 'Python interpreter or virtualenv directory with openenv or verifiers (default: $GATEKEPT_PYTHON or python3)')
     .option('--timeout-s <n>', 'wall-clock limit for the whole run, start-up included', '120')
     .option('--json', 'print the report as JSON')
+    .addOption(new Option('--sandbox <mode>', 'isolation of the package: auto (bubblewrap when available, else a warning), bwrap (required), none').choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
       const parsed = smokeOptionsSchema.safeParse(raw);
       if (!parsed.success) {
@@ -52,14 +55,17 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
         });
       }
       const options = parsed.data;
+      const sandbox = await openSandbox(options.sandbox);
+      if (sandbox.warning) io.stderr(`warning: ${sandbox.warning.replace('the verifier is', 'the package is')}\n`);
       // Loaded on demand, like pack: nothing else in the CLI needs it.
       const { formatSmokeReport, smoke } = await import('../smoke/smoke.js');
       const report = await smoke({
         target: options.openenv !== undefined ? 'openenv' : 'verifiers',
         dir: (options.openenv ?? options.verifiers)!,
         ...(options.audit !== undefined ? { audit: options.audit } : {}),
-        python: defaultPython(options.python),
+        python: resolvePython(options.python),
         timeoutS: options.timeoutS,
+        sandbox: options.sandbox,
       });
       io.stdout(options.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatSmokeReport(report)}\n`);
       setExit(report.exit_code);

@@ -1,3 +1,4 @@
+import type { SandboxMode } from '../runtime/sandbox.js';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditRecord } from '../audit/record.js';
@@ -34,6 +35,8 @@ export interface EnvAuditOptions {
   /** An installed module name (or hub id `owner/name@version`) or a package directory. */
   env: string;
   python?: string;
+  /** Isolation of the processes that load the environment and call its rewards (default 'auto', see gate()). */
+  sandbox?: SandboxMode;
   /** Extra import directories for the environment (e.g. a `pip install --target` directory). */
   pythonpath?: readonly string[];
   /** Where relative paths resolve (default: process.cwd()). */
@@ -109,6 +112,7 @@ async function auditRewards(
     spec,
     rows,
     python: options.python ?? 'python3',
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     pythonpath,
     policy,
     answerType: options.answerType ?? 'auto',
@@ -167,6 +171,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     pythonpath,
     timeoutMs: policy.timeouts.importMs * LOAD_TIMEOUT_FACTOR,
     memoryMb: policy.limits.memoryMb,
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
   const integrity = checkIntegrity(inspected);
 

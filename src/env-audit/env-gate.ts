@@ -1,3 +1,4 @@
+import type { SandboxMode } from '../runtime/sandbox.js';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,6 +29,8 @@ export interface EnvGateOptions {
   reward: string | null;
   rows: readonly EnvGateRow[];
   python: string;
+  /** Isolation of the gate's workers (see gate()). */
+  sandbox?: SandboxMode;
   pythonpath: readonly string[];
   policy: GatePolicy;
   answerType: AnswerType | 'auto';
@@ -51,6 +54,7 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
       format: options.format,
       policy: options.policy,
       python: options.python,
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       pythonpath: options.pythonpath,
       completionFormat: 'string',
       ...(options.workers !== undefined ? { workers: options.workers } : {}),

@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { GatekeptError } from '../errors.js';
+import { readJsonlValues } from '../rows.js';
 
 /**
  * The local files the optional checks read: `--against` question files for
@@ -19,25 +19,6 @@ export interface RewardSample {
   malformed: boolean;
 }
 
-async function readLines(file: string, what: string, suggestion: string): Promise<{ line: number; value: unknown }[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { suggestion });
-  }
-  const out: { line: number; value: unknown }[] = [];
-  text.split(/\r?\n/).forEach((raw, index) => {
-    if (raw.trim() === '') return;
-    try {
-      out.push({ line: index + 1, value: JSON.parse(raw) });
-    } catch (error) {
-      throw new GatekeptError('BAD_DATASET', `${file}: line ${index + 1} is not valid JSON (${(error as Error).message})`, { suggestion });
-    }
-  });
-  return out;
-}
-
 function messagesText(value: unknown): string | null {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) return null;
@@ -51,7 +32,7 @@ function messagesText(value: unknown): string | null {
 
 export async function loadAgainstFile(file: string): Promise<AgainstRow[]> {
   const suggestion = 'give a JSONL file with one {"question": ...} or {"prompt": ...} object per line';
-  const lines = await readLines(file, 'contamination file', suggestion);
+  const lines = await readJsonlValues(file, { what: 'contamination file', suggestion });
   return lines.map(({ line, value }) => {
     const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
     const text = messagesText(record.question) ?? messagesText(record.prompt);
@@ -108,7 +89,7 @@ function sampleV0(record: Record<string, unknown>, line: number): RewardSample {
 
 export async function loadResultsFile(file: string): Promise<{ layout: 'verifiers-v1' | 'verifiers-v0'; samples: RewardSample[] }> {
   const suggestion = 'give the results JSONL that vf-eval writes (traces.jsonl for verifiers 0.4, results.jsonl for 0.3)';
-  const lines = await readLines(file, 'results file', suggestion);
+  const lines = await readJsonlValues(file, { what: 'results file', suggestion });
   let layout: 'verifiers-v1' | 'verifiers-v0' | null = null;
   const samples = lines.map(({ line, value }) => {
     const record = typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};

@@ -1,10 +1,12 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { spawnPython } from '../runtime/spawn-python.js';
+import { PythonProcess } from '../runtime/python-process.js';
+import { probePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
 
 /**
  * Load an environment once, outside the gate, and read what the offline
@@ -62,18 +64,27 @@ export interface InspectOptions {
   timeoutMs: number;
   /** Address-space limit of the loading process (0: none), as for the gate's workers. */
   memoryMb: number;
+  /** Isolation of the loading process, as for the gate's workers (default 'auto'). */
+  sandbox?: SandboxMode;
 }
 
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
+  const [runtime, sandbox] = await Promise.all([probePython(options.python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
+  const isolated = sandbox.kind === 'bwrap';
   const home = await mkdtemp(path.join(tmpdir(), `gatekept-env-${process.pid}-`));
   try {
-    const out = path.join(home, 'inspected.json');
+    // Loading the environment runs its code (rewards included): in the
+    // sandbox when there is one, writing only its own home and temp directory.
+    await mkdir(path.join(home, 'home'));
+    await mkdir(path.join(home, 'tmp'));
+    const out = path.join(home, 'home', 'inspected.json');
+    const inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home: path.join(home, 'home'), tmp: path.join(home, 'tmp') };
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       LANG: 'C.UTF-8',
       LC_ALL: 'C.UTF-8',
-      HOME: home,
-      TMPDIR: home,
+      HOME: inside.home,
+      TMPDIR: inside.tmp,
       PYTHONPATH: options.pythonpath.join(path.delimiter),
       PYTHONHASHSEED: '0',
       PYTHONDONTWRITEBYTECODE: '1',
@@ -83,26 +94,33 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       TRANSFORMERS_OFFLINE: '1',
       OMP_NUM_THREADS: '1',
     };
-    const child = await spawnPython(options.python, [ENV_LOADER_PATH, 'inspect', options.spec, out, String(options.memoryMb)], {
-      cwd: home,
+    const child = await PythonProcess.start({
+      python: isolated ? runtime.executable : options.python,
+      args: [ENV_LOADER_PATH, 'inspect', options.spec, isolated ? path.join(SANDBOX_HOME, 'inspected.json') : out, String(options.memoryMb)],
+      cwd: isolated ? home : inside.home,
       env,
-      stdio: ['ignore', 'ignore', 'pipe'],
+      ...(isolated
+        ? {
+            sandbox: {
+              sandbox,
+              layout: {
+                home: path.join(home, 'home'),
+                tmp: path.join(home, 'tmp'),
+                scratch: home,
+                readable: [...runtime.paths, ...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
+              },
+            },
+          }
+        : {}),
+      outputCapBytes: 64_000,
       minimumVersion: '3.11',
-    });
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => {
-      if (stderr.length < 64_000) stderr += chunk.toString('utf8');
     });
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
+      child.kill();
     }, options.timeoutMs);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (exitCode) => resolve(exitCode)));
+    const { code } = await child.exited;
     clearTimeout(timer);
     if (timedOut) {
       return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
@@ -112,7 +130,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       text = await readFile(out, 'utf8');
     } catch {
       throw new GatekeptError('HARNESS_FAILED', `the environment loader exited with ${String(code)} and wrote no result`, {
-        details: stderr.trim().split('\n').slice(-8),
+        details: child.stderrTail(8),
         suggestion: 'check that --python is Python 3.11 or newer with verifiers installed',
       });
     }

@@ -1,17 +1,14 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_CHOICES, isNumeric, makeRng } from '../audit/answer-values.js';
 import { GatekeptError } from '../errors.js';
+import { type JsonlLine, readJsonlValues, type Row } from '../rows.js';
 import type { LoadedSeed, Seed, TaskKind } from './seed.js';
 import type { AnswerType } from '../types.js';
 
 /** Build the dataset a seed describes: inline rows, a JSONL file, or the arith generator. */
 
-export interface TaskRow {
-  question: string;
-  answer: string;
-  info?: Record<string, unknown>;
-}
+/** A row of the task's dataset, as every stage after the seed sees it. */
+export type TaskRow = Row;
 
 export const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
   arith: 'numeric',
@@ -34,7 +31,8 @@ function generateArithmetic(generator: Generator): TaskRow[] {
     const a = operand();
     const b = operand();
     const operator = generator.operators[Math.floor(rng() * generator.operators.length)]!;
-    const value = operator === '+' ? a + b : operator === '-' ? a - b : a * b;
+    // BigInt: a product of two operands near 1e9 is past 2^53, where doubles drop digits.
+    const value = operator === '+' ? BigInt(a) + BigInt(b) : operator === '-' ? BigInt(a) - BigInt(b) : BigInt(a) * BigInt(b);
     const shown = (n: number): string => (n < 0 ? `(${n})` : String(n));
     return { question: `What is ${shown(a)} ${operator} ${shown(b)}?`, answer: String(value) };
   });
@@ -43,27 +41,13 @@ function generateArithmetic(generator: Generator): TaskRow[] {
 const ROW_SHAPE = 'each row is {"question": "...", "answer": "..."} with an optional "info" object';
 
 /** The rows of a JSONL file, each with its 1-based line number for messages. */
-async function readRowsFile(file: string, relative: string): Promise<{ line: number; value: unknown }[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read dataset.file ${relative}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: 'dataset.file is resolved relative to the seed file; check the path',
-    });
-  }
-  const rows: { line: number; value: unknown }[] = [];
-  text.split(/\r?\n/).forEach((line, index) => {
-    if (line.trim() === '') return;
-    try {
-      rows.push({ line: index + 1, value: JSON.parse(line) });
-    } catch (error) {
-      throw new GatekeptError('BAD_DATASET', `dataset.file ${relative}: line ${index + 1} is not valid JSON (${(error as Error).message})`, {
-        suggestion: 'write one {"question": ..., "answer": ...} object per line',
-      });
-    }
+function readRowsFile(file: string, relative: string): Promise<JsonlLine<unknown>[]> {
+  return readJsonlValues(file, {
+    what: 'dataset.file',
+    shownAs: relative,
+    suggestion: 'dataset.file is resolved relative to the seed file; check the path',
+    lineSuggestion: 'write one {"question": ..., "answer": ...} object per line',
   });
-  return rows;
 }
 
 /** `label` says where the row is: "row 3" for inline rows, "line 7" for a file. */

@@ -7,14 +7,12 @@
 import { createHash } from 'node:crypto';
 
 import { GatekeptError } from '../errors.js';
+import type { Row } from '../rows.js';
 import { readShippedFile, renderTemplate } from './render-template.js';
 import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
 import type { AnswerFormat, CompletionFormat } from '../types.js';
 
-export interface EnvironmentRow {
-  question: string;
-  answer: string;
-  info?: Record<string, unknown>;
+export interface EnvironmentRow extends Row {
   /** The gold written in the environment's answer format, and the reward the gated verifier gave it. */
   gold?: { reply: string; reward: number };
 }

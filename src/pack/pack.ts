@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
-import { renderInFormat, wrongValues, makeRng } from '../audit/answer-values.js';
-import { PASS_STATEMENT, REJECT_STATEMENT, withoutTiming, type AuditRecord } from '../audit/record.js';
-import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf, type TaskRow } from './build-dataset.js';
+import { withoutTiming, type AuditRecord } from '../audit/record.js';
+import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf } from './build-dataset.js';
 import { checkDatasetHealth, type DatasetHealth } from './check-dataset.js';
 import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
 import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js';
@@ -13,12 +13,14 @@ import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
 import { gate, type GateProbe } from '../audit/gate.js';
 import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
-import type { EvalRequest } from '../runtime/python-session.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
-import { checkDestination, commitStaging, createStaging, discardStaging } from './stage-output.js';
+import { adoptStagedFile, checkDestination, commitStaging, createStaging, discardStaging, verifyStaged, writeStagedFile } from './stage-output.js';
+import { liveDirRegistry } from '../runtime/cleanup.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import type { SandboxMode } from '../runtime/sandbox.js';
+import { makeRegisteredDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
 import type { AnswerFormat, Severity } from '../types.js';
-import { WorkerPool } from '../runtime/worker-pool.js';
 
 /**
  * `gatekeep`: from a seed to gated packages. Build the dataset and the
@@ -39,6 +41,8 @@ export interface GatekeepOptions {
   /** Packages to emit (default: verifiers-v1 and openenv); see `EMIT_TARGETS`. */
   targets?: readonly EmitTarget[];
   python?: string;
+  /** Isolation of the verifier's processes (default 'auto'): see gate(). */
+  sandbox?: SandboxMode;
   cwd?: string;
   workers?: number;
   onProgress?: (done: number, total: number) => void;
@@ -125,7 +129,7 @@ export interface GatekeepResult {
 export const AUDIT_FILE_NAME = 'gatekept_audit.json';
 
 /**
- * The gate sees the verifier at its staging path; a user wrote it in the
+ * The gate sees the verifier at its private temporary path; a user wrote it in the
  * seed. Verifier errors are re-worded to name the seed's fields instead.
  */
 async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>): Promise<T> {
@@ -137,76 +141,21 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
       seed.verifier === 'builtin'
         ? `the built-in ${seed.task} verifier`
         : `verifier.file ${seed.verifier.file} (verifier.function ${seed.verifier.function})`;
-    const message = error.message.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME);
+    const message = error.message.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME);
     throw new GatekeptError(error.code, `${where}: ${message}`, {
-      details: error.details.map((line) => line.replace(/\S*\.gatekept-staging-[^\s:'"]*/g, VERIFIER_FILE_NAME)),
+      details: error.details.map((line) => line.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME)),
       suggestion: seed.verifier === 'builtin' ? (error.suggestion ?? '') : 'fix verifier.file / verifier.function in the seed, or the verifier itself',
       cause: error,
     });
   }
 }
 
-interface GoldCheck {
-  /** Rows whose gold, in the seed's own format, is not rewarded above a wrong answer. */
-  unrewarded: number[];
-  /** Per row: the gold written in the seed's format and the reward the verifier gave it. */
-  golds: { reply: string; reward: number | null }[];
-}
+/** The verifier is gated from a private temporary directory; this is its path in error messages. */
+const GATE_DIR_PATH = /\S*gatekept-\d+-[A-Za-z0-9]{6}[^\s:'"]*/g;
 
-/** Score every row's gold, in the seed's own format, against a wrong answer. */
-async function checkGoldRows(
-  rows: readonly TaskRow[],
-  loaded: LoadedSeed,
-  verifierFile: string,
-  functionName: string,
-  completionFormat: 'messages' | 'string',
-  policy: GatePolicy,
-  python: string,
-  workers: number | undefined,
-): Promise<GoldCheck> {
-  const { seed } = loaded;
-  const type = ANSWER_TYPE_OF_TASK[seed.task];
-  const choices = choicesOf(seed);
-  const requests: EvalRequest[] = rows.flatMap((row, index) => {
-    const wrong = wrongValues(row.answer, type, 1, makeRng(policy.seed, 'health', index), choices)[0] ?? '';
-    const base = { answer: row.answer, prompt: row.question, info: row.info ?? {} };
-    return [
-      { ...base, completion: renderInFormat(seed.answer_format, row.answer) },
-      { ...base, completion: renderInFormat(seed.answer_format, wrong) },
-    ];
-  });
-  const pool = await WorkerPool.open({
-    python,
-    target: { kind: 'file', path: verifierFile, fn: functionName },
-    pythonpath: [path.dirname(verifierFile)],
-    completionFormat,
-    callTimeoutMs: policy.timeouts.callMs,
-    importTimeoutMs: policy.timeouts.importMs,
-    memoryMb: policy.limits.memoryMb,
-    workers: workers ?? 2,
-  });
-  try {
-    const results = await pool.evaluate(requests, { stopOnTimeout: true });
-    const unrewarded: number[] = [];
-    const golds: GoldCheck['golds'] = [];
-    for (let index = 0; index < rows.length; index++) {
-      const gold = results[2 * index]!;
-      const wrong = results[2 * index + 1]!;
-      const ok = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
-      if (!ok) unrewarded.push(index);
-      golds.push({ reply: requests[2 * index]!.completion, reward: gold.status === 'ok' ? gold.reward : null });
-    }
-    return { unrewarded, golds };
-  } finally {
-    await pool.close();
-  }
-}
-
-async function writeTree(root: string, files: ReadonlyMap<string, string>): Promise<void> {
+async function writeTree(staging: string, root: string, files: ReadonlyMap<string, string>): Promise<void> {
   for (const [relative, content] of [...files.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    const target = path.join(root, ...relative.split('/'));
-    await mkdir(path.dirname(target), { recursive: true });
-    await writeFile(target, content);
+    await writeStagedFile(staging, `${root}/${relative}`, content);
   }
 }
 
@@ -214,7 +163,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const outDir = path.resolve(cwd, options.outDir);
   const force = options.force ?? false;
-  const python = options.python ?? 'python3';
+  const python = resolvePython(options.python, cwd);
   const targets = parseTargets(options.targets);
 
   // 1. Inputs, checked before any work so a bad --out fails fast.
@@ -227,13 +176,14 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const verifier = await scaffoldVerifier(loaded);
   const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
 
-  // 2. Everything below happens in staging; nothing reaches outDir unless the gate passes.
-  const staging = await createStaging(outDir);
+  // 2. The verifier is gated from a private directory that holds nothing
+  // else. The output is staged only after a PASS, once every process the
+  // verifier ran in is gone, so nothing it did can reach what is emitted.
+  const workDir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveDirRegistry());
+  let staging: string | null = null;
   try {
-    const workDir = path.join(staging, '.gate');
-    await mkdir(workDir);
     const verifierFile = path.join(workDir, VERIFIER_FILE_NAME);
-    await writeFile(verifierFile, verifier.source);
+    await writeFile(verifierFile, verifier.source, { flag: 'wx' });
 
     const result = await gateNamingSeed(seed, () =>
       gate({
@@ -244,33 +194,23 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         format: seed.answer_template ? [seed.answer_template] : 'auto',
         policy,
         python,
+        ...(options.sandbox ? { sandbox: options.sandbox } : {}),
         cwd,
         completionFormat: verifier.completionFormat,
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        // Every row's gold, as the prompts ask for it, must be rewarded: checked on the gate's own workers.
+        goldCheck: {
+          format: seed.answer_format,
+          rows: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
+        },
       }),
     );
-    // Every row's gold must be rewarded; a verifier the gate already rejected is not worth the calls.
-    const goldCheck: GoldCheck =
-      result.decision === 'PASS'
-        ? await checkGoldRows(rows, loaded, verifierFile, verifier.functionName, verifier.completionFormat, policy, python, options.workers)
-        : { unrewarded: [], golds: [] };
-    const { unrewarded } = goldCheck;
-    const health = checkDatasetHealth(rows, seed.task === 'choice', unrewarded);
-
-    const reasons = [...result.record.reasons];
-    if (unrewarded.length > 0) {
-      reasons.push({
-        code: 'DATASET_GOLD_UNREWARDED',
-        message: `the verifier does not reward the gold of ${unrewarded.length} dataset row(s) written as ${seed.answer_format} (first: row ${unrewarded[0]! + 1}); the environment would punish correct answers`,
-      });
-    }
-    const decision: 'PASS' | 'REJECT' = reasons.length === 0 ? 'PASS' : 'REJECT';
+    const goldCheck = result.goldCheck ?? { unrewarded: [], golds: [] };
+    const health = checkDatasetHealth(rows, seed.task === 'choice', goldCheck.unrewarded);
+    const decision = result.decision;
     const record: PackAuditRecord = {
       ...withoutTiming(result.record),
-      decision,
-      reasons,
-      statement: decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
       verifier: { ...result.record.verifier, spec: `${VERIFIER_FILE_NAME}:${verifier.functionName}` },
       seed_file: { name: seed.name, sha256: loaded.sha256 },
       package: {
@@ -290,7 +230,6 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       summary: () => formatSummary({ ...record, timing: result.record.timing }),
     };
     if (decision === 'REJECT') {
-      await discardStaging(staging);
       return { emitted: false, gate: gateView, exitCode: EXIT.reject, timing: result.record.timing };
     }
 
@@ -319,21 +258,23 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       },
       toolVersion: TOOL.version,
     };
-    await rm(workDir, { recursive: true, force: true });
+    staging = await createStaging(outDir);
     const emitted: Partial<Record<EmitTarget, string>> = {};
     for (const target of targets) {
-      await writeTree(path.join(staging, TARGET_DIRS[target], seed.name), TARGET_RENDERERS[target](spec));
+      await writeTree(staging, `${TARGET_DIRS[target]}/${seed.name}`, TARGET_RENDERERS[target](spec));
       emitted[target] = path.join(outDir, TARGET_DIRS[target], seed.name);
     }
-    await writeFile(path.join(staging, AUDIT_FILE_NAME), `${JSON.stringify(record, null, 2)}\n`);
+    await writeStagedFile(staging, AUDIT_FILE_NAME, `${JSON.stringify(record, null, 2)}\n`);
     // The report renders the record just written (no timing), so packing stays reproducible.
-    await writeFile(path.join(staging, REPORT_FILE_NAME), renderReport(record, 'html'));
+    await writeStagedFile(staging, REPORT_FILE_NAME, renderReport(record, 'html'));
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
       // The zip writer is loaded only when asked for: it is the heaviest import in the tool.
       const { writeArchive } = await import('./write-archive.js');
+      await verifyStaged(staging);
       await writeArchive(staging, path.join(staging, archiveName));
+      await adoptStagedFile(staging, archiveName);
     }
     await commitStaging(staging, outDir, force);
     return {
@@ -353,7 +294,10 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       timing: result.record.timing,
     };
   } catch (error) {
-    await discardStaging(staging);
+    if (staging) await discardStaging(staging);
     throw error;
+  } finally {
+    liveDirRegistry().delete(workDir);
+    await rm(workDir, { recursive: true, force: true });
   }
 }

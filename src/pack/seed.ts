@@ -31,11 +31,12 @@ const generatorSchema = z
   .object({
     count: z.number().int().min(1).max(100_000),
     operands: z
-      .object({ min: z.number().int(), max: z.number().int() })
+      // Bounded so that every operand and the span between them are exact doubles.
+      .object({ min: z.number().int().min(-1e15).max(1e15), max: z.number().int().min(-1e15).max(1e15) })
       .strict()
       .refine((range) => range.min <= range.max, 'operands.min must not exceed operands.max'),
     operators: z.array(z.enum(['+', '-', '*'])).min(1),
-    seed: z.number().int().min(0).default(0),
+    seed: z.number().int().min(0).max(0xffff_ffff).default(0),
   })
   .strict();
 
@@ -85,7 +86,11 @@ export const seedSchema = z
       })
       .optional(),
     system_prompt: z.string().min(1),
-    choices: z.array(z.string().min(1)).min(2).optional(),
+    choices: z
+      .array(z.string().min(1))
+      .min(2)
+      .refine((labels) => new Set(labels).size === labels.length, 'choices must be distinct labels')
+      .optional(),
     verifier: verifierSchema.default('builtin'),
   })
   .strict()

@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import { constants, rmSync } from 'node:fs';
-import { access, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { access, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
@@ -70,6 +71,7 @@ async function nearestExistingAncestor(target: string): Promise<string> {
  */
 export async function checkDestination(out: string, force: boolean): Promise<void> {
   const target = path.resolve(out);
+  await refuseDanglingLink(out, target);
   // First, so that a tree a killed --force run had set aside is back in place
   // before deciding whether --out is empty.
   await removeStaleDirs(await nearestExistingAncestor(target), STAGING_PATTERN, clearStale);
@@ -91,6 +93,24 @@ export async function checkDestination(out: string, force: boolean): Promise<voi
   if ((await readdir(target)).length > 0 && !force) {
     throw new GatekeptError('OUT_DIR_NOT_EMPTY', `--out ${out} is not empty`, {
       suggestion: 'choose an empty or new directory, or pass --force to replace its contents',
+    });
+  }
+}
+
+/** A symlink whose target is missing cannot be replaced by a directory; say so instead of failing on the rename. */
+async function refuseDanglingLink(out: string, target: string): Promise<void> {
+  let link: Awaited<ReturnType<typeof lstat>> | null = null;
+  try {
+    link = await lstat(target);
+  } catch {
+    return;
+  }
+  if (!link.isSymbolicLink()) return;
+  try {
+    await stat(target);
+  } catch {
+    throw new GatekeptError('OUT_DIR_UNWRITABLE', `--out ${out} is a symbolic link to something that does not exist`, {
+      suggestion: 'remove the dangling link, or pass the directory it should point to',
     });
   }
 }
@@ -133,11 +153,13 @@ export async function createStaging(out: string): Promise<string> {
 
 export async function discardStaging(dir: string): Promise<void> {
   live.delete(dir);
+  written.delete(dir);
   await rm(dir, { recursive: true, force: true });
 }
 
 /** Move the staged tree to `out`. With `force`, an existing tree is replaced only once the new one is complete. */
 export async function commitStaging(dir: string, out: string, force: boolean): Promise<void> {
+  await verifyStaged(dir);
   const target = path.resolve(out);
   await mkdir(path.dirname(target), { recursive: true });
   const info = await existing(target);
@@ -153,5 +175,101 @@ export async function commitStaging(dir: string, out: string, force: boolean): P
   }
   await rename(dir, target);
   live.delete(dir);
+  written.delete(dir);
   if (trash) await rm(trash, { recursive: true, force: true });
+}
+
+/**
+ * What gatekept itself wrote into each staging directory. Only these files
+ * may be emitted: a verifier (or anything it left running) that planted a
+ * file or swapped a directory for a symlink must not get it shipped, nor make
+ * gatekept write through the symlink to somewhere else.
+ */
+const written = new Map<string, Map<string, string>>();
+
+function sha256(content: string | Uint8Array): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+function tampered(dir: string, what: string): GatekeptError {
+  return new GatekeptError('INTERNAL', `the staged output was changed by something other than gatekept: ${what}; nothing was written`, {
+    details: [`staging: ${dir}`],
+    suggestion: 'a process started by the verifier may still be running; run again with --sandbox bwrap',
+  });
+}
+
+/** Refuse to go through anything but a real directory on the way from `dir` to `relative`'s parent. */
+async function assertRealDirs(dir: string, relative: string): Promise<void> {
+  const parts = relative.split('/').slice(0, -1);
+  let current = dir;
+  for (const part of ['', ...parts]) {
+    current = part ? path.join(current, part) : current;
+    let info: Awaited<ReturnType<typeof lstat>>;
+    try {
+      info = await lstat(current);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && part) {
+        await mkdir(current);
+        continue;
+      }
+      throw error;
+    }
+    if (!info.isDirectory() || info.isSymbolicLink()) throw tampered(dir, `${path.relative(dir, current) || '.'} is not a directory`);
+  }
+}
+
+/** Write one file of the emitted tree (`relative` uses '/'), never through a symlink and never over an existing file. */
+export async function writeStagedFile(dir: string, relative: string, content: string | Uint8Array): Promise<void> {
+  if (relative.split('/').some((part) => part === '' || part === '.' || part === '..')) {
+    throw new GatekeptError('INTERNAL', `refusing to stage the path ${relative}`);
+  }
+  await assertRealDirs(dir, relative);
+  const target = path.join(dir, ...relative.split('/'));
+  try {
+    await writeFile(target, content, { flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw tampered(dir, `${relative} existed before gatekept wrote it`);
+    throw error;
+  }
+  const files = written.get(dir) ?? new Map<string, string>();
+  written.set(dir, files);
+  files.set(relative, sha256(content));
+}
+
+/** Record a file gatekept produced in staging by other means (the archive), after it was written. */
+export async function adoptStagedFile(dir: string, relative: string): Promise<void> {
+  const target = path.join(dir, ...relative.split('/'));
+  const info = await lstat(target);
+  if (!info.isFile()) throw tampered(dir, `${relative} is not a regular file`);
+  const files = written.get(dir) ?? new Map<string, string>();
+  written.set(dir, files);
+  files.set(relative, sha256(await readFile(target)));
+}
+
+/**
+ * The staged tree holds exactly the files gatekept wrote, with the bytes it
+ * wrote, in real directories: no symlink, no extra entry, no changed file.
+ */
+export async function verifyStaged(dir: string): Promise<void> {
+  const expected = written.get(dir) ?? new Map<string, string>();
+  const seen = new Set<string>();
+  const walk = async (relative: string): Promise<void> => {
+    const here = relative ? path.join(dir, ...relative.split('/')) : dir;
+    for (const entry of await readdir(here, { withFileTypes: true })) {
+      const child = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isSymbolicLink()) throw tampered(dir, `${child} is a symbolic link`);
+      if (entry.isDirectory()) {
+        await walk(child);
+        continue;
+      }
+      if (!entry.isFile()) throw tampered(dir, `${child} is not a regular file`);
+      const hash = expected.get(child);
+      if (hash === undefined) throw tampered(dir, `${child} was not written by gatekept`);
+      if (sha256(await readFile(path.join(dir, ...child.split('/')))) !== hash) throw tampered(dir, `${child} differs from what gatekept wrote`);
+      seen.add(child);
+    }
+  };
+  await walk('');
+  const missing = [...expected.keys()].find((file) => !seen.has(file));
+  if (missing !== undefined) throw tampered(dir, `${missing} is missing`);
 }

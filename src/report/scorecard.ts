@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/record.js';
 import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
 import { showShort } from './show-text.js';
-import { honestView, policyBounds, rejectedFormsText } from './report-view.js';
+import { honestView, rejectedFormsText } from './report-view.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 
@@ -88,11 +88,6 @@ export function formatScorecard(record: AuditRecord): string {
   );
   const policy = record.policy as unknown as { max_hackability: number; max_hack_rate_ci_hi: number };
   lines.push(`policy: hackability below ${policy.max_hackability.toFixed(1)}, hack-rate upper bound below ${policy.max_hack_rate_ci_hi}`);
-  const v2 = record as AuditRecord & { false_accepts?: { total: number; attempts: number } };
-  if (v2.false_accepts) {
-    const gated = policyBounds(record.policy).strict ? 'gated: the policy is strict' : 'reported, not gated';
-    lines.push(`false accepts: ${v2.false_accepts.total} of ${v2.false_accepts.attempts} wrong answers rewarded as right (${gated})`);
-  }
   const refused = honestView(record).rejected;
   if (refused.length > 0) {
     const count = refused.length === 1 ? '1 honest variant of the gold was' : `${refused.length} honest variants of the gold were`;

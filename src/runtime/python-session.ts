@@ -6,17 +6,20 @@
  * cannot interrupt itself and crashes are handled here by killing its process
  * group and starting a fresh worker.
  */
-import type { ChildProcess } from 'node:child_process';
-import { rmSync, statSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { statSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Readable, Writable } from 'node:stream';
+import type { Writable } from 'node:stream';
 import { z } from 'zod';
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
-import { spawnPython } from './spawn-python.js';
+import { liveDirRegistry } from './cleanup.js';
+import { escapeControl, escapeLine } from './escape-control.js';
+import { describeExit, LineFramer, PythonProcess, tailLines, waitFor, type ExitInfo } from './python-process.js';
+import { probePython, resolvePython } from './resolve-python.js';
+import { openSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
 import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
 import { verifierTraceback } from '../report/verifier-traceback.js';
@@ -34,6 +37,8 @@ export const SIDE_EFFECT_KINDS = [
   'kill_blocked',
   'file_read_blocked',
   'subprocess_started',
+  /** A child process the verifier started (allowed, killed when the call ends). */
+  'process',
   'exit_attempt',
   'output',
 ] as const;
@@ -49,6 +54,8 @@ export interface SessionOptions {
   memoryMb: number;
   /** How much of the worker's stdout and of its stderr to keep for diagnostics. */
   outputCapBytes?: number;
+  /** Isolation of the worker (default 'auto': bubblewrap when it works here). */
+  sandbox?: SandboxMode;
 }
 
 export interface EvalRequest {
@@ -89,6 +96,8 @@ export interface VerifierInfo {
 
 export interface VerifierSession {
   readonly info: VerifierInfo;
+  /** How the worker is isolated: 'bwrap' (namespaces) or 'none' (the in-process guard only). */
+  readonly isolation: Sandbox['kind'];
   evaluate(requests: readonly EvalRequest[], options?: EvaluateOptions): Promise<EvalResult[]>;
   close(): Promise<void>;
 }
@@ -238,163 +247,71 @@ function parseReply<T>(schema: z.ZodType<T>, line: string): T {
 
 // ---------------------------------------------------------------------- worker
 
-interface ExitInfo {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-function describeExit(info: ExitInfo): string {
-  return info.signal !== null ? `was killed by ${info.signal}` : `exited with code ${info.code ?? '?'}`;
-}
-
-/** Keeps the last `cap` bytes of a stream and drops the rest. */
-class TailBuffer {
-  private chunks: Buffer[] = [];
-  private size = 0;
-
-  constructor(private readonly cap: number) {}
-
-  push(chunk: Buffer): void {
-    if (this.cap === 0) return;
-    if (chunk.length >= this.cap) {
-      this.chunks = [chunk.subarray(chunk.length - this.cap)];
-      this.size = this.cap;
-      return;
-    }
-    this.chunks.push(chunk);
-    this.size += chunk.length;
-    while (this.size > this.cap) {
-      const first = this.chunks[0]!;
-      const excess = this.size - this.cap;
-      if (first.length <= excess) {
-        this.chunks.shift();
-        this.size -= first.length;
-      } else {
-        this.chunks[0] = first.subarray(excess);
-        this.size -= excess;
-      }
-    }
-  }
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
-
-function tailLines(text: string, count: number): string[] {
-  return text
-    .split('\n')
-    .map((line) => line.trimEnd())
-    .filter((line) => line.length > 0)
-    .slice(-count);
-}
-
 interface WorkerHandlers {
   lines: (lines: string[]) => void;
   exit: (info: ExitInfo) => void;
 }
 
-/** Workers still running, so a Node process that exits takes them down too. */
-const liveWorkers = new Set<Worker>();
-const liveWorkdirs = new Set<string>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const worker of liveWorkers) worker.kill();
-    for (const dir of liveWorkdirs) {
-      try {
-        rmSync(dir, { recursive: true, force: true });
-      } catch {
-        // best effort while the process is going away
-      }
-    }
-  });
-}
-
+/** The harness process plus the request/reply protocol around it. */
 class Worker {
-  readonly stdout: TailBuffer;
-  readonly stderr: TailBuffer;
   exitInfo: ExitInfo | null = null;
   readonly done: Promise<ExitInfo>;
 
-  private partial = '';
   private backlog: string[] = [];
   private handlers: WorkerHandlers | null = null;
   private processExit: ExitInfo | null = null;
   private repliesClosed = false;
   private resolveDone!: (info: ExitInfo) => void;
+  private readonly requests: Writable;
 
-  private constructor(
-    private readonly child: ChildProcess,
-    readonly pid: number,
-    private readonly requests: Writable,
-    replies: Readable,
-    outputCap: number,
-  ) {
-    this.stdout = new TailBuffer(outputCap);
-    this.stderr = new TailBuffer(outputCap);
+  private constructor(readonly proc: PythonProcess) {
+    this.requests = proc.requests!;
+    const replies = proc.replies!;
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
     });
-
-    child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk));
+    const framer = new LineFramer((lines) => {
+      if (this.handlers) this.handlers.lines(lines);
+      else this.backlog.push(...lines);
+    });
     replies.setEncoding('utf8');
-    replies.on('data', (chunk: string) => this.onData(chunk));
+    replies.on('data', (chunk: string) => framer.push(chunk));
     replies.on('close', () => {
       this.repliesClosed = true;
       this.maybeFinish();
     });
-    for (const stream of [child.stdout, child.stderr, requests, replies]) {
-      stream?.on('error', () => {
-        // EPIPE and friends: the exit handler reports what happened
-      });
-    }
-    child.on('exit', (code, signal) => {
-      this.processExit = { code, signal };
-      // Anything the verifier left running in the group goes with it.
-      this.kill();
+    void proc.exited.then((info) => {
+      this.processExit = info;
       setTimeout(() => {
         this.repliesClosed = true;
         this.maybeFinish();
       }, REPLY_DRAIN_MS).unref();
       this.maybeFinish();
     });
-
     // An idle session must not keep Node alive; the exit hook cleans up.
-    child.unref();
-    for (const stream of [child.stdout, child.stderr, requests, replies]) {
-      (stream as unknown as { unref?: () => void } | null)?.unref?.();
-    }
-    liveWorkers.add(this);
-    installExitHook();
+    proc.unref();
   }
 
-  static async start(
-    python: string,
-    workdir: string,
-    env: NodeJS.ProcessEnv,
-    outputCap: number,
-  ): Promise<Worker> {
-    // node:child_process rather than execa: execa guesses a direction for
-    // extra fds and treats 'pipe' on fd 3 as an output, but fd 3 is our
-    // request channel into the worker.
-    const child = await spawnPython(python, [HARNESS_PATH], {
-      cwd: workdir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+  static async start(options: NormalisedOptions, launch: WorkerLaunch): Promise<Worker> {
+    const proc = await PythonProcess.start({
+      python: options.python,
+      args: [HARNESS_PATH],
+      cwd: launch.cwd,
+      env: launch.env,
+      protocol: true,
+      outputCapBytes: options.outputCapBytes,
       minimumVersion: '3.10',
+      ...(launch.sandbox ? { sandbox: launch.sandbox } : {}),
     });
-    const requests = child.stdio[3] as Writable | null | undefined;
-    const replies = child.stdio[4] as Readable | null | undefined;
-    if (!requests || !replies || child.pid === undefined) {
-      child.kill('SIGKILL');
-      throw new GatekeptError('HARNESS_FAILED', 'the Python worker started without its protocol pipes');
-    }
-    return new Worker(child, child.pid, requests, replies, outputCap);
+    return new Worker(proc);
+  }
+
+  get stdout(): PythonProcess['stdout'] {
+    return this.proc.stdout;
+  }
+
+  get stderr(): PythonProcess['stderr'] {
+    return this.proc.stderr;
   }
 
   get exited(): boolean {
@@ -434,80 +351,33 @@ class Worker {
     });
   }
 
-  /** SIGKILL the whole process group: the worker and anything it started. */
+  /** SIGKILL the whole process group (the sandbox): the worker and anything it started. */
   kill(): void {
-    try {
-      process.kill(-this.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-    if (this.processExit === null) {
-      try {
-        this.child.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    this.proc.kill();
   }
 
   async stop(): Promise<void> {
     // Nothing in the worker needs an orderly exit, and killing the whole group
     // at once is faster and also ends anything the verifier left running.
     this.kill();
-    await withTimeout(this.done, KILL_WAIT_MS);
-  }
-
-  private onData(chunk: string): void {
-    let start = 0;
-    let newline = chunk.indexOf('\n');
-    if (newline < 0) {
-      this.partial += chunk;
-      return;
-    }
-    const lines: string[] = [];
-    while (newline >= 0) {
-      let line = chunk.slice(start, newline);
-      if (this.partial) {
-        line = this.partial + line;
-        this.partial = '';
-      }
-      if (line.length > 0) lines.push(line);
-      start = newline + 1;
-      newline = chunk.indexOf('\n', start);
-    }
-    if (start < chunk.length) this.partial = chunk.slice(start);
-    if (lines.length === 0) return;
-    if (this.handlers) this.handlers.lines(lines);
-    else this.backlog.push(...lines);
+    await waitFor(this.done, KILL_WAIT_MS);
   }
 
   private maybeFinish(): void {
     if (this.exitInfo || !this.processExit || !this.repliesClosed) return;
     this.exitInfo = this.processExit;
-    liveWorkers.delete(this);
     this.resolveDone(this.exitInfo);
     this.handlers?.exit(this.exitInfo);
   }
 }
 
-/** Resolves when `promise` settles or after `ms`, holding Node open meanwhile. */
-async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      promise.then(
-        () => undefined,
-        () => undefined,
-      ),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, ms);
-      }),
-    ]);
-  } finally {
-    if (timer) clearTimeout(timer);
-  }
+interface WorkerLaunch {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  sandbox: { sandbox: Sandbox; layout: SandboxLayout } | null;
 }
 
+const withTimeout = waitFor;
 // --------------------------------------------------------------------- session
 
 type NormalisedOptions = Required<SessionOptions>;
@@ -526,6 +396,7 @@ const optionsSchema = z.object({
   importTimeoutMs: z.number().int().positive(),
   memoryMb: z.number().int().nonnegative(),
   outputCapBytes: z.number().int().nonnegative().optional(),
+  sandbox: z.enum(SANDBOX_MODES).optional(),
 });
 
 function normaliseOptions(options: SessionOptions): NormalisedOptions {
@@ -549,13 +420,15 @@ function normaliseOptions(options: SessionOptions): NormalisedOptions {
     value.target.kind === 'file' ? { ...value.target, path: path.resolve(value.target.path) } : value.target;
   return {
     ...value,
+    python: resolvePython(value.python),
     target,
     pythonpath: value.pythonpath.map((entry) => path.resolve(entry)),
     outputCapBytes: value.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
+    sandbox: value.sandbox ?? 'auto',
   };
 }
 
-function workerEnv(workdir: string): NodeJS.ProcessEnv {
+function workerEnv(home: string, tmp: string): NodeJS.ProcessEnv {
   // A whitelist, so no credential in the caller's environment reaches the
   // verifier. Thread counts are pinned: threaded BLAS makes float sums vary
   // run to run and reserves address space per core, which trips RLIMIT_AS.
@@ -563,8 +436,9 @@ function workerEnv(workdir: string): NodeJS.ProcessEnv {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     LANG: 'C.UTF-8',
     LC_ALL: 'C.UTF-8',
-    HOME: workdir,
-    TMPDIR: workdir,
+    HOME: home,
+    TMPDIR: tmp,
+    USER: 'user',
     PYTHONHASHSEED: '0',
     PYTHONDONTWRITEBYTECODE: '1',
     PYTHONUNBUFFERED: '1',
@@ -642,7 +516,7 @@ function oldVersionBanner(output: string): string | null {
 }
 
 function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): GatekeptError {
-  const stderr = worker.stderr.text();
+  const stderr = escapeControl(worker.stderr.text());
   const details = tailLines(stderr, STDERR_TAIL_LINES);
   if (/needs Python 3\.10 or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
     return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python 3.10`, {
@@ -734,19 +608,61 @@ class PythonSession implements VerifierSession {
   private closed = false;
   private closing: Promise<void> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly launchSpec: WorkerLaunch;
+  /** What the verifier's import left in its home: its own setup, not a call's side effect. */
+  private homeBaseline = new Set<string>();
+  /** The worker's home and temp directory as it sees them. */
+  private readonly inside: { home: string; tmp: string };
 
   constructor(
     private readonly options: NormalisedOptions,
     private readonly workdir: string,
+    private readonly sandbox: Sandbox,
+    readable: readonly string[],
   ) {
-    this.env = workerEnv(workdir);
+    const home = path.join(workdir, 'home');
+    const tmp = path.join(workdir, 'tmp');
+    const isolated = sandbox.kind === 'bwrap';
+    this.inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home, tmp };
+    const layout: SandboxLayout = { home, tmp, scratch: workdir, readable };
+    this.launchSpec = {
+      cwd: isolated ? workdir : home,
+      env: workerEnv(this.inside.home, this.inside.tmp),
+      sandbox: isolated ? { sandbox, layout } : null,
+    };
+  }
+
+  get isolation(): Sandbox['kind'] {
+    return this.sandbox.kind;
   }
 
   async start(): Promise<void> {
     const { worker, info } = await this.launch();
     this.worker = worker;
     this.info = info;
+    this.homeBaseline = new Set(await readdir(path.join(this.workdir, 'home')).catch(() => [] as string[]));
+  }
+
+  /**
+   * The harness removes and reports what each call creates in its home. What
+   * is still there after a batch got past that bookkeeping (which runs in the
+   * verifier's own interpreter and can be switched off), so gatekept looks
+   * for itself, and reports and removes it.
+   */
+  private async checkWorkdir(results: EvalResult[]): Promise<void> {
+    const home = path.join(this.workdir, 'home');
+    const names = await readdir(home).catch(() => [] as string[]);
+    const planted = names.filter((name) => !this.homeBaseline.has(name)).sort();
+    if (planted.length === 0) return;
+    await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true })));
+    let index = results.length - 1;
+    while (index > 0 && results[index]!.status === 'skipped') index -= 1;
+    const last = results[index];
+    if (!last) return;
+    results[index] = {
+      ...last,
+      sideEffects: [...last.sideEffects, ...planted.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` }))],
+    };
   }
 
   evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
@@ -766,7 +682,7 @@ class PythonSession implements VerifierSession {
     this.worker = null;
     if (worker) await worker.stop();
     await rm(this.workdir, { recursive: true, force: true });
-    liveWorkdirs.delete(this.workdir);
+    liveDirRegistry().delete(this.workdir);
   }
 
   private assertOpen(): void {
@@ -801,6 +717,7 @@ class PythonSession implements VerifierSession {
       }
       await this.restart();
     }
+    await this.checkWorkdir(results);
     return results;
   }
 
@@ -841,15 +758,17 @@ class PythonSession implements VerifierSession {
 
   /** A fresh worker starts from an empty workdir, so runs stay comparable. */
   private async emptyWorkdir(): Promise<void> {
-    const entries = await readdir(this.workdir).catch(() => [] as string[]);
-    await Promise.all(
-      entries.map((entry) => rm(path.join(this.workdir, entry), { recursive: true, force: true })),
-    );
+    for (const dir of ['home', 'tmp']) {
+      const root = path.join(this.workdir, dir);
+      const entries = await readdir(root).catch(() => [] as string[]);
+      await Promise.all(entries.map((entry) => rm(path.join(root, entry), { recursive: true, force: true })));
+      await mkdir(root, { recursive: true, mode: 0o700 });
+    }
   }
 
   private async launch(): Promise<{ worker: Worker; info: VerifierInfo }> {
     const options = this.options;
-    const worker = await Worker.start(options.python, this.workdir, this.env, options.outputCapBytes);
+    const worker = await Worker.start(options, this.launchSpec);
     try {
       const init = {
         op: 'init',
@@ -859,7 +778,9 @@ class PythonSession implements VerifierSession {
         call_timeout_ms: options.callTimeoutMs,
         import_timeout_ms: options.importTimeoutMs,
         memory_mb: options.memoryMb,
-        workdir: this.workdir,
+        workdir: this.inside.home,
+        writable: [this.inside.home, this.inside.tmp],
+        isolated: this.sandbox.kind === 'bwrap',
       };
       worker.write(`${JSON.stringify(init)}\n`);
       const info = await this.awaitReady(worker);
@@ -893,7 +814,12 @@ class PythonSession implements VerifierSession {
             if (lines.length > 1) throw protocolError('more than one reply to init', lines[1]!);
             const reply = parseReply(readyReplySchema, line);
             if (reply.op === 'error') throw protocolError(reply.message, line);
-            if (!reply.ok) throw loadFailure(reply.error, options);
+            if (!reply.ok) {
+              throw loadFailure(
+                { ...reply.error, message: escapeControl(reply.error.message), traceback: escapeControl(reply.error.traceback) },
+                options,
+              );
+            }
             settle(() =>
               resolve({
                 params: reply.params,
@@ -970,10 +896,10 @@ class PythonSession implements VerifierSession {
             results[next] = {
               status: reply.status,
               reward: reply.reward,
-              rewardType: reply.reward_type,
+              rewardType: escapeLine(reply.reward_type),
               nonFinite: reply.nonfinite,
-              error: reply.error,
-              sideEffects: reply.side_effects,
+              error: reply.error ? { type: escapeLine(reply.error.type), message: escapeLine(reply.error.message) } : null,
+              sideEffects: reply.side_effects.map((effect) => ({ kind: effect.kind, detail: escapeLine(effect.detail) })),
               ms: reply.ms,
             };
             next += 1;
@@ -1035,9 +961,20 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
     staleWorkdirsSwept = true;
     await removeStaleDirs(os.tmpdir(), WORKDIR_PATTERN);
   }
-  installExitHook();
-  const workdir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveWorkdirs);
-  const session = new PythonSession(normalised, workdir);
+  const [runtime, sandbox] = await Promise.all([probePython(normalised.python), openSandbox(normalised.sandbox)]);
+  const workdir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveDirRegistry());
+  await mkdir(path.join(workdir, 'home'), { mode: 0o700 });
+  await mkdir(path.join(workdir, 'tmp'), { mode: 0o700 });
+  const readable = [
+    ...runtime.paths,
+    ...normalised.pythonpath,
+    ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : []),
+  ];
+  // In the sandbox, the interpreter's own executable rather than a wrapper
+  // around it (a pyenv shim needs machinery the sandbox hides); without it,
+  // the interpreter exactly as given.
+  const python = sandbox.kind === 'bwrap' ? runtime.executable : normalised.python;
+  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable);
   try {
     await session.start();
   } catch (error) {

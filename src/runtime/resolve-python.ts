@@ -1,19 +1,170 @@
-import { statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
+import { GatekeptError } from '../errors.js';
 
 /**
- * The interpreter to use: --python, else $GATEKEPT_PYTHON, else python3. A
- * virtual environment's directory stands for its own interpreter.
+ * The interpreter is resolved once, at the library boundary, to an absolute
+ * path: every Python process starts in a temporary working directory (or in
+ * a sandbox), where a relative `.venv/bin/python` would name nothing.
  */
-export function defaultPython(explicit: string | undefined): string {
-  const chosen = explicit ?? process.env.GATEKEPT_PYTHON ?? 'python3';
+
+/** The interpreter asked for: --python, else $GATEKEPT_PYTHON, else python3. */
+export function chosenPython(explicit: string | undefined): string {
+  return explicit ?? process.env.GATEKEPT_PYTHON ?? 'python3';
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.resolve(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/** `--python venv` names the virtual environment in the current directory, not a program on PATH. */
+function isVenvDir(candidate: string): boolean {
   try {
-    if (statSync(chosen).isDirectory()) {
-      const inside = path.join(chosen, 'bin', 'python');
+    return statSync(candidate).isDirectory() && statSync(path.join(candidate, 'bin', 'python')).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An absolute path for the interpreter: a bare name is looked up on PATH, a
+ * relative path is taken from `cwd`, and a virtual environment's directory
+ * stands for its own `bin/python`. The path is not followed through
+ * symlinks: a venv's interpreter is a symlink whose location makes it the venv.
+ * A name that cannot be found is returned as given, so that starting it names it.
+ */
+export function resolvePython(explicit: string | undefined, cwd: string = process.cwd()): string {
+  const chosen = chosenPython(explicit);
+  const isPath = chosen.includes('/') || chosen.includes(path.sep) || isVenvDir(path.resolve(cwd, chosen));
+  const located = isPath ? path.resolve(cwd, chosen) : findOnPath(chosen);
+  if (located === null) return chosen;
+  try {
+    if (statSync(located).isDirectory()) {
+      const inside = path.join(located, 'bin', 'python');
       if (statSync(inside).isFile()) return inside;
     }
   } catch {
-    // not a directory with an interpreter: the interpreter check names the bad path
+    // not a directory with an interpreter: starting it names the bad path
   }
-  return chosen;
+  return located;
+}
+
+/** @deprecated kept for callers of the old name; use resolvePython. */
+export const defaultPython = (explicit: string | undefined): string => resolvePython(explicit);
+
+export interface PythonRuntime {
+  /** The interpreter as given. */
+  python: string;
+  /**
+   * The interpreter's own sys.executable: what a wrapper (a pyenv shim, a
+   * script) ends up running. Processes start this, so a sandbox needs no
+   * view of the wrapper's machinery.
+   */
+  executable: string;
+  version: [number, number, number];
+  /** Everything the interpreter reads at start-up and import: prefixes, sys.path, the real binary. */
+  paths: string[];
+}
+
+const PROBE_SCRIPT = [
+  'import json, os, sys',
+  'print("GATEKEPT-PROBE " + json.dumps({"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p]}))',
+].join('\n');
+
+const runtimes = new Map<string, Promise<PythonRuntime>>();
+
+/**
+ * Run the interpreter once to learn its version and the directories it reads
+ * (the sandbox must keep them visible). Something that does not answer as a
+ * Python (`/bin/false`, a shell script, a broken venv) is bad input, exit 2.
+ */
+export function probePython(python: string, minimumVersion: readonly [number, number] = [3, 10]): Promise<PythonRuntime> {
+  const key = `${python}\0${minimumVersion.join('.')}`;
+  let probe = runtimes.get(key);
+  if (!probe) {
+    probe = probeOnce(python, minimumVersion);
+    runtimes.set(key, probe);
+    probe.catch(() => runtimes.delete(key));
+  }
+  return probe;
+}
+
+function probeOnce(python: string, minimumVersion: readonly [number, number]): Promise<PythonRuntime> {
+  const wanted = minimumVersion.join('.');
+  return new Promise((resolve, reject) => {
+    execFile(
+      python,
+      // The flags every process of ours starts with, so an interpreter that cannot take them fails here.
+      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT],
+      { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' }, maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = (error as NodeJS.ErrnoException | null)?.code;
+        if (typeof code === 'string' && ['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC'].includes(code)) {
+          reject(
+            new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${python}' (${code})`, {
+              suggestion: `install Python ${wanted} or newer, or pass its path (or a virtualenv directory) with --python`,
+            }),
+          );
+          return;
+        }
+        const line = String(stdout).split('\n').find((entry) => entry.startsWith('GATEKEPT-PROBE '));
+        let parsed: { version: [number, number, number]; executable: string; paths: string[] } | null = null;
+        try {
+          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; executable: string; paths: string[] }) : null;
+        } catch {
+          parsed = null;
+        }
+        if (!parsed) {
+          const output = `${String(stderr)}\n${String(stdout)}`;
+          if (/-X is reserved|unknown option.*-X/i.test(output)) {
+            reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' does not take -X, so it is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
+            return;
+          }
+          const banner = /\bPython (\d+)\.(\d+)(?:\.\d+)?/.exec(output);
+          if (banner && (Number(banner[1]) < minimumVersion[0] || (Number(banner[1]) === minimumVersion[0] && Number(banner[2]) < minimumVersion[1]))) {
+            reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' is ${banner[0]}, which is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
+            return;
+          }
+          const tail = String(stderr).trim().split('\n').filter(Boolean).slice(-5);
+          reject(
+            new GatekeptError('PYTHON_NOT_FOUND', `'${python}' does not run as a Python interpreter${error ? ` (${describe(error)})` : ''}`, {
+              details: tail,
+              suggestion: `pass a Python ${wanted} or newer (or a virtualenv directory) with --python`,
+            }),
+          );
+          return;
+        }
+        const [major, minor] = parsed.version;
+        if (major < minimumVersion[0] || (major === minimumVersion[0] && minor < minimumVersion[1])) {
+          reject(
+            new GatekeptError('PYTHON_TOO_OLD', `'${python}' is Python ${parsed.version.join('.')}, which is older than Python ${wanted}`, {
+              suggestion: `pass a Python ${wanted} or newer with --python`,
+            }),
+          );
+          return;
+        }
+        const executable = typeof parsed.executable === 'string' && path.isAbsolute(parsed.executable) ? parsed.executable : python;
+        resolve({ python, executable, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))] });
+      },
+    );
+  });
+}
+
+function describe(error: Error): string {
+  const withCode = error as Error & { code?: unknown; signal?: unknown; killed?: boolean };
+  if (withCode.killed) return 'it did not answer within 30 s';
+  if (typeof withCode.signal === 'string' && withCode.signal) return `killed by ${withCode.signal}`;
+  if (typeof withCode.code === 'number') return `exit status ${withCode.code}`;
+  return error.message;
 }

@@ -121,6 +121,20 @@ export class WorkerPool {
     return results;
   }
 
+  /**
+   * Evaluate in a new worker process that has seen no call before, then end
+   * it: what a fresh process scores is what training's first calls get.
+   */
+  async evaluateFresh(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+    if (this.closed) throw new Error('worker pool is closed');
+    const session = await openVerifierSession(this.options);
+    try {
+      return await session.evaluate(requests, { stopOnTimeout: true });
+    } finally {
+      await session.close();
+    }
+  }
+
   /** Running mean of the time one call takes, from the results' own timings. */
   private observe(batch: readonly EvalResult[]): void {
     let total = 0;

@@ -1,7 +1,5 @@
-import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -10,8 +8,12 @@ import { renderInFormat } from '../audit/answer-values.js';
 import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from '../pack/environment-spec.js';
 import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
+import { type Row, readJsonl } from '../rows.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { spawnPython } from '../runtime/spawn-python.js';
+import { cleanUpNow, killAllGroups, killGroup, liveDirRegistry } from '../runtime/cleanup.js';
+import { LineFramer, PythonProcess } from '../runtime/python-process.js';
+import { probePython, resolvePython } from '../runtime/resolve-python.js';
+import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
 import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
 import { ANSWER_FORMATS, SEVERITIES, type AnswerFormat, type Severity } from '../types.js';
 
@@ -37,6 +39,8 @@ export interface SmokeOptions {
   /** Address-space limit of the package's processes. */
   memoryMb?: number;
   cwd?: string;
+  /** Isolation of the package's processes (default 'auto'). */
+  sandbox?: SandboxMode;
 }
 
 export interface SmokeCheck {
@@ -109,10 +113,7 @@ interface PackageInfo {
   environmentFile: string;
 }
 
-interface DataRow {
-  question: string;
-  answer: string;
-}
+type DataRow = Pick<Row, 'question' | 'answer'>;
 
 const ENV_ID = /^[a-z][a-z0-9-]*$/;
 
@@ -183,21 +184,17 @@ async function resolvePackage(target: SmokeTarget, dir: string): Promise<Package
 }
 
 async function readRows(pkg: PackageInfo): Promise<DataRow[]> {
-  const text = await readFile(pkg.dataFile, 'utf8');
-  const rows: DataRow[] = [];
-  for (const [index, line] of text.split('\n').entries()) {
-    if (line.trim() === '') continue;
-    let row: unknown;
-    try {
-      row = JSON.parse(line);
-    } catch {
-      throw notAPackage(pkg.dir, pkg.target, `line ${index + 1} of ${path.relative(pkg.dir, pkg.dataFile)} is not JSON`);
-    }
-    const parsed = z.object({ question: z.string(), answer: z.string() }).safeParse(row);
-    if (!parsed.success) throw notAPackage(pkg.dir, pkg.target, `line ${index + 1} of ${path.relative(pkg.dir, pkg.dataFile)} lacks a string question and answer`);
-    rows.push(parsed.data);
-  }
-  return rows;
+  const where = path.relative(pkg.dir, pkg.dataFile);
+  const lines = await readJsonl(pkg.dataFile, z.object({ question: z.string(), answer: z.string() }), {
+    what: 'data file',
+    shownAs: where,
+    suggestion: 'pass the package directory `gatekept pack` wrote, unchanged',
+    invalid: (line) => notAPackage(pkg.dir, pkg.target, `line ${line} of ${where} lacks a string question and answer`),
+  }).catch((error: unknown) => {
+    if (error instanceof GatekeptError && error.code === 'BAD_DATASET') throw notAPackage(pkg.dir, pkg.target, error.message);
+    throw error;
+  });
+  return lines.map(({ value }) => value);
 }
 
 const severity = z.enum(SEVERITIES);
@@ -343,99 +340,76 @@ interface SmokeEvent {
   [key: string]: unknown;
 }
 
-const liveGroups = new Set<number>();
-const liveDirs = new Set<string>();
-let exitHookInstalled = false;
-
-function killGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  // A process.exit() elsewhere (the CLI's own Ctrl-C handler) skips every
-  // finally block; only this synchronous hook still runs.
-  process.on('exit', cleanUpNow);
-}
-
-/** Synchronous, for when the process is going away and no await will return. */
-function cleanUpNow(): void {
-  for (const pid of liveGroups) killGroup(pid, 'SIGKILL');
-  for (const dir of liveDirs) {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort
-    }
-  }
-}
-
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-class PythonProcess {
-  readonly pid: number;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-  private exitedAt = 0;
+/** Where a helper runs: the sandbox (if any) and the host directories it may write. */
+interface HelperPlace {
+  sandbox: Sandbox;
+  /** Host working directory: the helper's home; `tmp/` inside it is its temp directory. */
+  workdir: string;
+  /** Host paths the helper must read (the package). */
+  readable: string[];
+  /** The OpenEnv server and its player talk over the host's loopback. */
+  shareNet: boolean;
+}
+
+/** One of smoke.py's modes in a runtime PythonProcess, reading the events it prints on stdout. */
+class Helper {
   private readonly events: SmokeEvent[] = [];
   private waiters: (() => void)[] = [];
-  private stdoutPartial = '';
-  private stderrText = '';
+  private exitedAt = 0;
+  private drained = false;
 
-  private constructor(private readonly child: ChildProcess) {
-    this.pid = child.pid!;
-    liveGroups.add(this.pid);
-    this.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        this.exitInfo = { code, signal };
-        this.exitedAt = Date.now();
-        resolve(this.exitInfo);
-      });
+  private constructor(private readonly proc: PythonProcess) {
+    const framer = new LineFramer((lines) => {
+      for (const line of lines) {
+        if (!line.startsWith(EVENT_PREFIX)) continue;
+        try {
+          const event = JSON.parse(line.slice(EVENT_PREFIX.length)) as SmokeEvent;
+          if (event && typeof event.event === 'string') this.events.push(event);
+        } catch {
+          // not ours after all
+        }
+      }
+      this.wake();
+    });
+    proc.stdoutStream?.setEncoding('utf8');
+    proc.stdoutStream?.on('data', (chunk: string) => framer.push(chunk));
+    void proc.exited.then(() => {
+      this.exitedAt = Date.now();
+      this.wake();
     });
     // 'close' comes after the pipes drain, so every event line is in by then.
-    child.once('close', () => this.wake());
-    child.stdout!.setEncoding('utf8');
-    child.stderr!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
-    child.stderr!.on('data', (chunk: string) => {
-      this.stderrText = (this.stderrText + chunk).slice(-STDERR_CAP);
-    });
-    child.stdin?.on('error', () => {
-      // EPIPE when the process died first; its exit says why
+    void proc.closed.then(() => {
+      this.drained = true;
+      this.wake();
     });
   }
 
-  static async start(python: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, input?: string): Promise<PythonProcess> {
-    installExitHook();
-    const child = await spawnPython(python, [SMOKE_SCRIPT, ...args], {
-      cwd,
+  static async start(python: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv, place: HelperPlace, input?: string): Promise<Helper> {
+    const isolated = place.sandbox.kind === 'bwrap';
+    const proc = await PythonProcess.start({
+      python,
+      args: [SMOKE_SCRIPT, ...args],
+      cwd: isolated ? place.workdir : cwd,
       env,
-      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      ...(input === undefined ? {} : { input }),
+      outputCapBytes: STDERR_CAP,
       minimumVersion: '3.11',
+      ...(isolated
+        ? {
+            sandbox: {
+              sandbox: place.sandbox,
+              layout: { home: path.join(place.workdir, 'home'), tmp: path.join(place.workdir, 'tmp'), scratch: place.workdir, readable: place.readable, shareNet: place.shareNet },
+            },
+          }
+        : {}),
     });
-    const started = new PythonProcess(child);
-    if (input !== undefined) child.stdin!.end(input);
-    return started;
+    return new Helper(proc);
   }
 
-  private onStdout(chunk: string): void {
-    const lines = (this.stdoutPartial + chunk).split('\n');
-    this.stdoutPartial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (!line.startsWith(EVENT_PREFIX)) continue;
-      try {
-        const event = JSON.parse(line.slice(EVENT_PREFIX.length)) as SmokeEvent;
-        if (event && typeof event.event === 'string') this.events.push(event);
-      } catch {
-        // not ours after all
-      }
-    }
-    this.wake();
+  get pid(): number {
+    return this.proc.pid;
   }
 
   private wake(): void {
@@ -445,7 +419,7 @@ class PythonProcess {
   }
 
   get done(): boolean {
-    return this.exitInfo !== null;
+    return this.proc.done;
   }
 
   /** The first event with one of these names, or null once the process has exited without one. */
@@ -454,37 +428,26 @@ class PythonProcess {
       const found = this.events.find((event) => names.includes(event.event));
       if (found) return found;
       // A child the package left behind can hold the pipe open after the exit.
-      if (this.exitInfo && (this.child.stdout!.readableEnded || Date.now() - this.exitedAt > EXIT_DRAIN_MS)) return null;
+      if (this.proc.done && (this.drained || Date.now() - this.exitedAt > EXIT_DRAIN_MS)) return null;
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
         // The exit may arrive before the pipes close; look again shortly.
-        if (this.exitInfo) setTimeout(resolve, 50);
+        if (this.proc.done) setTimeout(resolve, 50);
       });
     }
   }
 
   exitDescription(): string {
-    if (!this.exitInfo) return 'is still running';
-    return this.exitInfo.signal ? `was killed by ${this.exitInfo.signal}` : `exited with status ${String(this.exitInfo.code)}`;
+    return this.proc.exitDescription();
   }
 
   stderrTail(lines = LOG_TAIL_LINES): string[] {
-    return this.stderrText
-      .split('\n')
-      .map((line) => line.trimEnd())
-      .filter((line) => line.length > 0)
-      .slice(-lines);
+    return this.proc.stderrTail(lines);
   }
 
   /** SIGTERM the group, then SIGKILL whatever is left, and wait for the leader. */
   async stop(): Promise<void> {
-    if (!this.exitInfo) {
-      killGroup(this.pid, 'SIGTERM');
-      await Promise.race([this.exited, delay(STOP_GRACE_MS)]);
-    }
-    killGroup(this.pid, 'SIGKILL');
-    await Promise.race([this.exited, delay(STOP_GRACE_MS)]);
-    liveGroups.delete(this.pid);
+    await this.proc.stop(STOP_GRACE_MS);
   }
 }
 
@@ -495,7 +458,7 @@ function scrubbedEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
     LANG: 'C.UTF-8',
     LC_ALL: 'C.UTF-8',
     HOME: home,
-    TMPDIR: home,
+    TMPDIR: home === SANDBOX_HOME ? SANDBOX_TMP : path.join(home, 'tmp'),
     PYTHONPATH: pythonpath,
     PYTHONHASHSEED: '0',
     PYTHONDONTWRITEBYTECODE: '1',
@@ -508,11 +471,6 @@ function scrubbedEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
     OPENBLAS_NUM_THREADS: '1',
     MKL_NUM_THREADS: '1',
   };
-}
-
-/** Interpreter names stay PATH lookups; paths are fixed before the cwd changes. */
-function resolvePython(python: string, cwd: string): string {
-  return python.includes('/') || python.includes(path.sep) ? path.resolve(cwd, python) : python;
 }
 
 class Deadline {
@@ -560,7 +518,7 @@ function guardSignals(): Interruption {
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const handler = (): void => {
-      for (const pid of liveGroups) killGroup(pid, 'SIGKILL');
+      killAllGroups();
       dispose();
       reject(new GatekeptError('HARNESS_FAILED', `interrupted by ${signal}`));
       // With no other listener Node would have ended the process; so do we,
@@ -608,7 +566,7 @@ function tooOld(event: SmokeEvent, python: string): GatekeptError {
 }
 
 /** Turn a helper that ended without its answer into the error that explains it. */
-function helperFailure(proc: PythonProcess, event: SmokeEvent | null, python: string, target: SmokeTarget, what: string): GatekeptError {
+function helperFailure(proc: Helper, event: SmokeEvent | null, python: string, target: SmokeTarget, what: string): GatekeptError {
   if (event?.event === 'missing') return missingPackage(event, python, target);
   if (event?.event === 'too_old') return tooOld(event, python);
   return new GatekeptError('ENV_START_FAILED', `${what}: the Python process ${proc.exitDescription()}`, { details: proc.stderrTail() });
@@ -639,6 +597,11 @@ interface RunContext {
   rows: DataRow[];
   python: string;
   workdir: string;
+  /** The helpers' home as they see it. */
+  home: string;
+  sandbox: Sandbox;
+  /** Directories the interpreter reads, kept visible in the sandbox. */
+  pythonPaths: string[];
   deadline: Deadline;
   memoryMb: number;
   checks: SmokeCheck[];
@@ -649,9 +612,10 @@ interface RunContext {
 
 async function runOpenEnv(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
-  const env = scrubbedEnv(workdir, pkg.dir);
+  const env = scrubbedEnv(context.home, pkg.dir);
   const cpuS = Math.ceil(deadline.seconds * 2);
-  const server = await PythonProcess.start(python, ['serve', pkg.dir, pkg.app, '--memory-mb', String(context.memoryMb), '--cpu-s', String(cpuS)], pkg.dir, env);
+  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths], shareNet: true };
+  const server = await Helper.start(python, ['serve', pkg.dir, pkg.app, '--memory-mb', String(context.memoryMb), '--cpu-s', String(cpuS)], pkg.dir, env, place);
   context.pids.push(server.pid);
   try {
     const listening = await Promise.race([deadline.race(server.next(['listening', 'missing', 'too_old']), TIMED_OUT), context.interruption]);
@@ -703,11 +667,12 @@ async function runOpenEnv(context: RunContext): Promise<Observed[]> {
     // 3. Episodes over one WebSocket session, as a trainer plays them.
     const input = JSON.stringify({ probes: probes.map((probe) => ({ row: probe.row, completion: probe.completion })) });
     const messageTimeoutS = Math.max(1, Math.min(30, Math.floor(deadline.remainingMs / 1000)));
-    const player = await PythonProcess.start(
+    const player = await Helper.start(
       python,
       ['play', `ws://127.0.0.1:${String(listening.port)}/ws`, '--message-timeout-s', String(messageTimeoutS)],
       workdir,
-      scrubbedEnv(workdir, ''),
+      scrubbedEnv(context.home, ''),
+      place,
       input,
     );
     context.pids.push(player.pid);
@@ -764,11 +729,13 @@ function judgeEpisode(probe: Probe, wire: EpisodeWire | undefined, rows: readonl
 async function runVerifiers(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
   const input = JSON.stringify({ probes: probes.map((probe) => ({ row: probe.row, completion: probe.completion })) });
-  const loader = await PythonProcess.start(
+  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths], shareNet: false };
+  const loader = await Helper.start(
     python,
     ['verifiers', pkg.dir, pkg.module, '--memory-mb', String(context.memoryMb), '--cpu-s', String(Math.ceil(deadline.seconds * 2))],
     workdir,
-    scrubbedEnv(workdir, pkg.dir),
+    scrubbedEnv(context.home, pkg.dir),
+    place,
     input,
   );
   context.pids.push(loader.pid);
@@ -831,7 +798,8 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
   const dir = path.resolve(cwd, options.dir);
   const timeoutS = options.timeoutS ?? DEFAULT_TIMEOUT_S;
   if (!(Number.isFinite(timeoutS) && timeoutS > 0)) throw new GatekeptError('BAD_ARGUMENT', 'the timeout must be a positive number of seconds');
-  const python = resolvePython(options.python ?? 'python3', cwd);
+  const python = resolvePython(options.python, cwd);
+  const [runtime, sandbox] = await Promise.all([probePython(python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
 
   const pkg = await resolvePackage(options.target, dir);
   const auditFile = options.audit ? path.resolve(cwd, options.audit) : path.join(dir, '..', '..', AUDIT_FILE_NAME);
@@ -869,15 +837,19 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
 
   // Named after this process, so a later run can sweep what a killed run left.
   await removeStaleDirs(tmpdir(), SMOKE_WORKDIR_PATTERN);
-  installExitHook();
-  const workdir = await makeRegisteredDir(tmpdir(), `gatekept-smoke-${process.pid}-`, liveDirs);
+  const workdir = await makeRegisteredDir(tmpdir(), `gatekept-smoke-${process.pid}-`, liveDirRegistry());
+  await mkdir(path.join(workdir, 'tmp'), { mode: 0o700 });
+  await mkdir(path.join(workdir, 'home'), { mode: 0o700 });
   const guard = guardSignals();
   const context: RunContext = {
     pkg,
     probes,
     rows,
-    python,
+    python: sandbox.kind === 'bwrap' ? runtime.executable : python,
     workdir,
+    home: sandbox.kind === 'bwrap' ? SANDBOX_HOME : workdir,
+    sandbox,
+    pythonPaths: runtime.paths,
     deadline: new Deadline(timeoutS),
     memoryMb: options.memoryMb ?? DEFAULT_MEMORY_MB,
     checks,
@@ -892,7 +864,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
     guard.dispose();
     for (const pid of context.pids) killGroup(pid, 'SIGKILL');
     await rm(workdir, { recursive: true, force: true });
-    liveDirs.delete(workdir);
+    liveDirRegistry().delete(workdir);
   }
 
   const episodes: SmokeEpisode[] = probes.map((probe, index) => {

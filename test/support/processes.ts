@@ -21,9 +21,15 @@ function marked(cmdline: string, cwd: string, marker: string): boolean {
   return cmdline.includes(marker) || cwd === marker || cwd.startsWith(`${marker}/`);
 }
 
-/** Live processes (zombies excluded) whose command line or working directory contains `marker`. */
+/**
+ * Live processes (zombies excluded) whose command line or working directory
+ * contains `marker`, and their descendants: inside a bubblewrap sandbox a
+ * worker's working directory is a path of the sandbox's own, but the
+ * sandbox's bwrap processes name the run's directory in their arguments, and
+ * whatever runs inside, however it detached, stays their descendant.
+ */
 export async function processesMarkedBy(marker: string): Promise<Leftover[]> {
-  const found: Leftover[] = [];
+  const all: (Leftover & { ppid: number; marked: boolean })[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -35,12 +41,22 @@ export async function processesMarkedBy(marker: string): Promise<Leftover[]> {
       if (state === 'Z' || state === 'X') continue;
       const cmdline = (await readFile(`/proc/${entry}/cmdline`, 'utf8')).replaceAll('\0', ' ').trim();
       const cwd = await readlink(`/proc/${entry}/cwd`).catch(() => '');
-      if (marked(cmdline, cwd, marker)) found.push({ pid: Number(entry), state, cpuTicks, cmdline, cwd });
+      all.push({ pid: Number(entry), ppid: Number(fields[1]), state, cpuTicks, cmdline, cwd, marked: marked(cmdline, cwd, marker) });
     } catch {
       // the process ended while it was being read
     }
   }
-  return found;
+  const markedPids = new Set(all.filter((entry) => entry.marked).map((entry) => entry.pid));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const entry of all) {
+      if (!markedPids.has(entry.pid) && markedPids.has(entry.ppid)) {
+        markedPids.add(entry.pid);
+        grew = true;
+      }
+    }
+  }
+  return all.filter((entry) => markedPids.has(entry.pid)).map(({ pid, state, cpuTicks, cmdline, cwd }) => ({ pid, state, cpuTicks, cmdline, cwd }));
 }
 
 /**
