@@ -1,5 +1,5 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -479,8 +479,11 @@ describe('isolation', () => {
   });
 
   it.skipIf(!HAS_BWRAP)('in the bubblewrap sandbox, allows a child program and still reports network and outside writes', async () => {
-    // Not under /tmp: the sandbox has a private /tmp of its own.
-    const outside = path.join(process.cwd(), 'test', `outside-sandboxed-${process.pid}.txt`);
+    // Not under /tmp: the sandbox has a private /tmp of its own, where a write is
+    // contained rather than refused. A checkout under /tmp writes to /var/tmp.
+    const underTmp = !path.relative(realpathSync(os.tmpdir()), realpathSync(process.cwd())).startsWith('..');
+    const outsideDir = underTmp ? '/var/tmp' : path.join(process.cwd(), 'test');
+    const outside = path.join(outsideDir, `outside-sandboxed-${process.pid}.txt`);
     await withSession(MISCHIEF, async (session) => {
       expect(session.isolation).toBe('bwrap');
       const [network, subprocess, write] = await session.evaluate([req('network'), req('subprocess'), req(`write:${outside}`)]);
