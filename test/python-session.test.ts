@@ -13,6 +13,7 @@ import {
   type VerifierSession,
 } from '../src/runtime/python-session.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
+import { WorkerPool } from '../src/runtime/worker-pool.js';
 
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 const HAS_BWRAP = (await openSandbox('auto')).kind === 'bwrap';
@@ -631,4 +632,35 @@ describe('lifecycle', () => {
       console.log(`throughput: ${Math.round(batch.length / seconds)} evaluations/s`);
     });
   }, 30_000);
+});
+
+describe('worker pool', () => {
+  const SLOW = `
+import time
+
+def reward(completion, answer, **kwargs):
+    time.sleep(0.01)
+    return 1.0 if completion[-1]["content"] == answer else 0.0
+`;
+  const FAST = `
+def reward(completion, answer, **kwargs):
+    return 1.0 if completion[-1]["content"] == answer else 0.0
+`;
+
+  // A second worker costs a Python start and an import: worth it for a few
+  // hundred slow calls, not for a few hundred fast ones.
+  it.each([
+    ['a slow verifier on a few hundred calls', SLOW, 2],
+    ['a fast verifier on a few hundred calls', FAST, 1],
+  ] as const)('starts workers by the work ahead: %s', async (_name, source, workers) => {
+    const pool = await WorkerPool.open({ ...options(await verifierFile(source)), workers: 2 });
+    try {
+      await pool.evaluate(Array.from({ length: 8 }, () => req('42')));
+      const results = await pool.evaluate(Array.from({ length: 300 }, (_, index) => req(String(index))));
+      expect(results.filter((result) => result.status === 'ok')).toHaveLength(300);
+      expect(pool.size).toBe(workers);
+    } finally {
+      await pool.close();
+    }
+  });
 });

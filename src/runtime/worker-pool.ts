@@ -46,6 +46,13 @@ const BATCH_TARGET_MS = 40;
 /** Below this many requests a second worker costs more (a Python start and an import) than it saves. */
 const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
 
+/**
+ * Once calls have been timed, an extra worker pays off when the work ahead
+ * takes longer than this many starts of a worker (its Python and its import):
+ * a slow verifier earns a second worker on a few hundred calls.
+ */
+const STARTS_PER_EXTRA_WORKER = 2;
+
 export class WorkerPool {
   private readonly sessions: VerifierSession[];
   private closed = false;
@@ -54,12 +61,16 @@ export class WorkerPool {
   private constructor(
     private readonly options: PoolOptions,
     first: VerifierSession,
+    /** How long the first worker took to start and import the verifier. */
+    private readonly startMs: number,
   ) {
     this.sessions = [first];
   }
 
   static async open(options: PoolOptions): Promise<WorkerPool> {
-    return new WorkerPool(options, await openVerifierSession(options));
+    const started = performance.now();
+    const first = await openVerifierSession(options);
+    return new WorkerPool(options, first, performance.now() - started);
   }
 
   get info(): VerifierInfo {
@@ -75,7 +86,10 @@ export class WorkerPool {
    * total size say so once, so that even small batches use every worker.
    */
   async reserve(expectedRequests: number): Promise<void> {
-    const wanted = Math.min(this.options.workers, Math.max(1, Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER)));
+    const byCount = Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
+    const byTime =
+      this.meanCallMs === undefined ? 0 : Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * Math.max(this.startMs, 1)));
+    const wanted = Math.min(this.options.workers, Math.max(1, byCount, byTime));
     if (wanted <= this.sessions.length) return;
     const opened = await Promise.allSettled(
       Array.from({ length: wanted - this.sessions.length }, () => openVerifierSession(this.options)),
