@@ -217,6 +217,29 @@ def play(args):
     send("played", results=results)
 
 
+async def score_probes(probes, count, where, unit, score, logged=None, unwrap=False):
+    """Score each probe in turn. A row outside the data, or a raise, is that
+    probe's error, never the run's; `logged` collects what the library logged
+    during each probe."""
+    results = []
+    for probe in probes:
+        if logged is not None:
+            del logged[:]
+        result = {"reward": None, "metrics": None, "errors": [], "error": None}
+        if not 0 <= probe["row"] < count:
+            result["error"] = "row %d is not in the %s (%d %s)" % (probe["row"], where, count, unit)
+        else:
+            try:
+                result["reward"], result["metrics"] = await score(probe)
+            except Exception as error:
+                shown = (error.__cause__ or error) if unwrap else error
+                result["error"] = "%s: %s" % (type(shown).__name__, shown)
+        if logged is not None:
+            result["errors"] = list(logged)
+        results.append(result)
+    return results
+
+
 def verifiers_mode(args):
     directory, module_name = args[0], args[1]
     require_python((3, 11))
@@ -279,23 +302,7 @@ def verifiers_mode(args):
         await env.rubric.score_rollout(state)
         return state["reward"], state.get("metrics")
 
-    async def score_all():
-        results = []
-        for probe in request["probes"]:
-            del errors[:]
-            result = {"reward": None, "metrics": None, "errors": [], "error": None}
-            if not 0 <= probe["row"] < len(rows):
-                result["error"] = "row %d is not in the dataset (%d rows)" % (probe["row"], len(rows))
-            else:
-                try:
-                    result["reward"], result["metrics"] = await score(probe)
-                except Exception as error:
-                    result["error"] = "%s: %s" % (type(error).__name__, error)
-            result["errors"] = list(errors)
-            results.append(result)
-        return results
-
-    results = asyncio.run(score_all())
+    results = asyncio.run(score_probes(request["probes"], len(rows), "dataset", "rows", score, logged=errors))
     send(
         "scored",
         results=results,
@@ -342,22 +349,8 @@ def taskset_mode(module_name, request):
         metrics = {name: reward.score for name, reward in trace.rewards.items() if reward is not None}
         return trace.reward, metrics
 
-    async def score_all():
-        results = []
-        for probe in request["probes"]:
-            result = {"reward": None, "metrics": None, "errors": [], "error": None}
-            if not 0 <= probe["row"] < len(tasks):
-                result["error"] = "row %d is not in the taskset (%d tasks)" % (probe["row"], len(tasks))
-            else:
-                try:
-                    result["reward"], result["metrics"] = await score(probe)
-                except Exception as error:
-                    cause = error.__cause__ or error
-                    result["error"] = "%s: %s" % (type(cause).__name__, cause)
-            results.append(result)
-        return results
-
-    results = asyncio.run(score_all())
+    # Task.score wraps a reward's raise; the reward's own error is the news.
+    results = asyncio.run(score_probes(request["probes"], len(tasks), "taskset", "tasks", score, unwrap=True))
     send(
         "scored",
         results=results,

@@ -550,33 +550,23 @@ type SegmentOutcome =
   | { kind: 'timeout'; index: number; ms: number }
   | { kind: 'crashed'; index: number; ms: number; exit: ExitInfo };
 
-function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
-  // Mirrors the worker's own timeout reply so the path taken does not show.
-  return {
-    status: 'timeout',
-    reward: null,
-    rewardType: '',
-    nonFinite: null,
-    error: { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` },
-    sideEffects: [],
-    ms,
-  };
+/** A call that produced no reward; the error says why (none for a call never made). */
+function noRewardResult(status: 'timeout' | 'crashed' | 'skipped', error: EvalResult['error'], ms: number): EvalResult {
+  return { status, reward: null, rewardType: '', nonFinite: null, error, sideEffects: [], ms };
 }
 
-function skippedResult(): EvalResult {
-  return { status: 'skipped', reward: null, rewardType: '', nonFinite: null, error: null, sideEffects: [], ms: 0 };
+function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
+  // Mirrors the worker's own timeout reply so the path taken does not show.
+  return noRewardResult('timeout', { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` }, ms);
+}
+
+/** A request never sent: the audit stopped before it. */
+export function skippedResult(): EvalResult {
+  return noRewardResult('skipped', null, 0);
 }
 
 function crashedResult(exit: ExitInfo, ms: number): EvalResult {
-  return {
-    status: 'crashed',
-    reward: null,
-    rewardType: '',
-    nonFinite: null,
-    error: { type: 'ProcessExited', message: `the verifier process ${describeExit(exit)}` },
-    sideEffects: [],
-    ms,
-  };
+  return noRewardResult('crashed', { type: 'ProcessExited', message: `the verifier process ${describeExit(exit)}` }, ms);
 }
 
 function roundMs(ms: number): number {

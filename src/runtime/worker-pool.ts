@@ -1,5 +1,6 @@
 import {
   openVerifierSession,
+  skippedResult,
   type EvalRequest,
   type EvalResult,
   type SessionOptions,
@@ -30,16 +31,6 @@ export interface EvaluateOptions {
   stopOnTimeout?: boolean;
   batchSize?: number;
 }
-
-const SKIPPED_RESULT: EvalResult = {
-  status: 'skipped',
-  reward: null,
-  rewardType: '',
-  nonFinite: null,
-  error: null,
-  sideEffects: [],
-  ms: 0,
-};
 
 const BATCH_TARGET_MS = 40;
 
@@ -131,7 +122,7 @@ export class WorkerPool {
       }
     };
     await Promise.all(this.sessions.map(work));
-    for (let index = 0; index < results.length; index++) results[index] ??= SKIPPED_RESULT;
+    for (let index = 0; index < results.length; index++) results[index] ??= skippedResult();
     return results;
   }
 
