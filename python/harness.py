@@ -70,7 +70,6 @@ _listdir = os.listdir
 _getcwd = os.getcwd
 _chdir = os.chdir
 _lstat = os.lstat
-_stat = os.stat
 _unlink = os.unlink
 _rmtree = shutil.rmtree
 _realpath = os.path.realpath
@@ -190,6 +189,8 @@ class _State(object):
 S = _State()
 S.active = False  # True only while verifier code runs (import or call)
 S.armed = False
+# The call timers may still be set (a call leaves them to the next one).
+S.timer_live = False
 S.timed_out = False
 S.exit_detail = None
 S.effects = []
@@ -205,7 +206,6 @@ S.loop = None
 S.ready = False
 S.file_baseline = frozenset()
 S.workdir_touched = False
-S.workdir_mtime = None
 S.env_baseline = {}
 # Directories the verifier may write (its home and its temp directory).
 S.writable_prefixes = ()
@@ -216,8 +216,8 @@ S.isolated = False
 S.main_pid = os.getpid()
 S.forks = 0
 S.popen_pending = False
-S.calls_since_sweep = 0
-STRAY_SWEEP_CALLS = 32
+# The trusted supervisor this worker was forked from (see _supervise).
+S.supervisor_pid = None
 
 
 # ---------------------------------------------------------------- utilities
@@ -655,6 +655,7 @@ def _arm(seconds):
         _signal(signal.SIGPROF, _on_timer)
     S.timed_out = False
     S.armed = True
+    S.timer_live = True
     _setitimer(signal.ITIMER_REAL, seconds, TIMER_REPEAT_SECONDS)
     # A verifier that uses SIGALRM itself (math_verify does) cancels the
     # real-time timer; the CPU-time one still catches busy loops.
@@ -663,6 +664,7 @@ def _arm(seconds):
 
 def _disarm():
     S.armed = False
+    S.timer_live = False
     _setitimer(signal.ITIMER_REAL, 0)
     _setitimer(signal.ITIMER_PROF, 0)
 
@@ -698,13 +700,6 @@ def _environ_data():
     if isinstance(data, dict):
         return data
     return dict(os.environ)
-
-
-def _workdir_mtime():
-    try:
-        return _stat(S.workdir_real).st_mtime_ns
-    except OSError:
-        return None
 
 
 def _diff_workdir():
@@ -745,33 +740,25 @@ def _child_pids():
 
 def _sandbox_strays():
     """In the sandbox's PID namespace /proc lists only its own processes:
-    bubblewrap's init (pid 1), this worker, and whatever the verifier started,
-    however it detached (setsid, a double fork)."""
+    bubblewrap's init (pid 1), the supervisor, this worker, and whatever the
+    verifier started, however it detached (setsid, a double fork)."""
     if not S.isolated:
         return []
-    # Listing /proc costs as much as a fast call; a call that forked where the
-    # hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
-    S.calls_since_sweep += 1
-    if S.forks == 0 and S.calls_since_sweep < STRAY_SWEEP_CALLS:
-        return []
-    S.calls_since_sweep = 0
-    me = _getpid()
-    strays = []
+    keep = (1, _getpid(), S.supervisor_pid)
     try:
         names = _listdir("/proc")
     except OSError:
-        return strays
-    for name in names:
-        if name.isdigit():
-            pid = int(name)
-            if pid not in (1, me):
-                strays.append(pid)
-    return strays
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) not in keep]
 
 
 def _reap_children():
     """The worker itself never starts a process, so any child it has was
-    started by the verifier. None may outlive the call that started it."""
+    started by the verifier. None the audit hook saw may outlive the call
+    that started it; the supervisor finds the ones it did not see (C code,
+    ctypes) once the worker is idle."""
+    if S.forks == 0:
+        return
     strays = _sandbox_strays()
     for pid in strays:
         try:
@@ -823,13 +810,11 @@ def _housekeeping():
             pass
 
     # Listing the workdir is the dearest step of a call, so it only happens
-    # when the audit hook saw a write there or the directory itself changed
-    # (the latter catches files made by C code, to the mtime's resolution).
-    mtime = _workdir_mtime()
-    if S.workdir_touched or mtime != S.workdir_mtime:
+    # when the audit hook saw a write there. What C code writes is found by
+    # gatekept itself, which compares the whole workdir after every batch.
+    if S.workdir_touched:
         S.workdir_touched = False
         _diff_workdir()
-        S.workdir_mtime = _workdir_mtime()
 
     data = _environ_data()
     if data != S.env_baseline:
@@ -1066,7 +1051,6 @@ def _init(request):
     except OSError:
         S.file_baseline = frozenset()
     S.workdir_touched = False
-    S.workdir_mtime = _workdir_mtime()
     S.env_baseline = dict(_environ_data())
     _STDOUT.flush()
     _STDERR.flush()
@@ -1127,21 +1111,52 @@ _PLAIN_RESULTS = (float, int, bool, type(None), str)
 _normalise = _reward.normalise
 
 
-def _keyword_pool(request):
-    text = request.get("completion")
+def _keyword_pool(text, answer, prompt, info):
     if not isinstance(text, str):
         text = "" if text is None else _safe_str(text)
-    answer = request.get("answer")
     if not isinstance(answer, str):
         answer = "" if answer is None else _safe_str(answer)
-    return _reward.keyword_pool(
-        "messages" if S.messages else "string", text, answer, request.get("prompt"), request.get("info")
-    )
+    if prompt is not None and not isinstance(prompt, str):
+        prompt = _safe_str(prompt)
+    if not isinstance(info, dict):
+        info = None
+    return _reward.keyword_pool("messages" if S.messages else "string", text, answer, prompt, info)
+
+
+# JSON of the reward type names seen so far: the common reply is formatted
+# directly, without a JSON encoder, and this is the one string in it.
+_TYPE_JSON = {}
+
+
+def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms):
+    """One reply line: [id, status, reward, type, non-finite, error, side effects, ms]."""
+    if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
+        name = _TYPE_JSON.get(reward_type)
+        if name is None:
+            name = _encode_json(reward_type)
+            if len(_TYPE_JSON) < 64:
+                _TYPE_JSON[reward_type] = name
+        # repr() of a finite float is valid JSON; the reward is finite here.
+        return ('[%d,"ok",%r,%s,null,null,[],%r]\n' % (request_id, reward, name, ms)).encode("ascii")
+    reply = [
+        request_id,
+        status,
+        reward,
+        reward_type,
+        nonfinite,
+        None if error is None else [error["type"], error["message"]],
+        [[effect["kind"], effect["detail"]] for effect in effects],
+        ms,
+    ]
+    return _encode_json(reply).encode("ascii") + b"\n"
 
 
 def _evaluate(request):
-    request_id = request.get("id")
-    pool = _keyword_pool(request)
+    """request: [id, completion, answer, prompt, info]."""
+    if len(request) != 5:
+        return _protocol_error("an eval request has 5 fields, not %d" % len(request))
+    request_id, text, answer, prompt, info = request
+    pool = _keyword_pool(text, answer, prompt, info)
     plan = S.plan
     args = [pool[item] if is_pool else item for is_pool, item in plan["positional"]]
     kwargs = {}
@@ -1171,9 +1186,10 @@ def _evaluate(request):
                 value = _await(value)
             reward, reward_type, nonfinite = _normalise(value)
         finally:
+            # The timers stay set: the next call resets them, and the worker
+            # stops them before it waits for requests (two syscalls a call).
             S.armed = False
             S.active = False
-            _disarm()
     except _Timeout:
         status = "timeout"
     except _ExitAttempt:
@@ -1206,24 +1222,18 @@ def _evaluate(request):
             _drop_event_loop()
 
     _housekeeping()
-    return {
-        "op": "result",
-        "id": request_id,
-        "status": status,
-        "reward": reward,
-        "reward_type": reward_type,
-        "nonfinite": nonfinite,
-        "error": error,
-        "side_effects": S.effects,
-        "ms": round(elapsed * 1000.0, 3),
-    }
+    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, round(elapsed * 1000.0, 3))
 
 
 # --------------------------------------------------------------------- loop
 
 
 def _protocol_error(message):
-    return {"op": "error", "message": message}
+    return _encode_json(["error", message]).encode("ascii") + b"\n"
+
+
+def _encode_reply(reply):
+    return _encode_json(reply).encode("ascii") + b"\n"
 
 
 def _handle(line):
@@ -1231,13 +1241,13 @@ def _handle(line):
         request = _decode_json(line)
     except ValueError as exc:
         return _protocol_error("request is not valid JSON: %s" % exc)
-    if not isinstance(request, dict):
-        return _protocol_error("request is not a JSON object")
-    op = request.get("op")
-    if op == "eval":
+    if type(request) is list:
         if not S.ready:
             return _protocol_error("eval before a successful init")
         return _evaluate(request)
+    if not isinstance(request, dict):
+        return _protocol_error("request is neither an eval list nor a JSON object")
+    op = request.get("op")
     if op == "init":
         return _protocol_error("init sent twice")
     if op == "shutdown":
@@ -1252,7 +1262,7 @@ def _first_request(line):
         request = None
     if not isinstance(request, dict) or request.get("op") != "init":
         return _protocol_error("the first request must be init")
-    return _init(request)
+    return _encode_reply(_init(request))
 
 
 def _shutdown():
@@ -1276,36 +1286,36 @@ def _abandon():
     _real_exit(0)
 
 
-def main():
-    _die_with_parent()
-    pending = []
-    initialised = False
+def _serve(first_line):
+    """The worker: imports the verifier and answers one request at a time."""
+    try:
+        reply = _first_request(first_line)
+    except BaseException as exc:
+        reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
+    _send(reply)
+    buffer = b""
     while True:
-        try:
-            chunk = _os_read(REQUEST_FD, 1 << 18)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            _abandon()
-        cut = chunk.rfind(b"\n")
+        cut = buffer.rfind(b"\n")
         if cut < 0:
-            pending.append(chunk)
+            # Idle until more requests arrive: the last call's timers must not
+            # keep firing while the worker waits.
+            if S.timer_live:
+                _disarm()
+            try:
+                chunk = _os_read(REQUEST_FD, 1 << 18)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                _abandon()
+            buffer += chunk
             continue
-        if pending:
-            pending.append(chunk[:cut])
-            block = b"".join(pending)
-        else:
-            block = chunk[:cut]
-        pending = [chunk[cut + 1 :]] if cut + 1 < len(chunk) else []
+        block = buffer[:cut]
+        buffer = buffer[cut + 1 :]
         for line in block.split(b"\n"):
             if not line.strip():
                 continue
             try:
-                if initialised:
-                    reply = _handle(line)
-                else:
-                    initialised = True
-                    reply = _first_request(line)
+                reply = _handle(line)
             except BaseException as exc:
                 reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
             if reply is None:
@@ -1313,7 +1323,298 @@ def main():
             # Each reply goes out before the next call starts: if that call
             # kills the process, every earlier result has been delivered and
             # the crash is pinned on the right request.
-            _send(_encode_json(reply).encode("ascii") + b"\n")
+            _send(reply)
+
+
+# ------------------------------------------------------- trusted supervisor
+#
+# The verifier never runs in the process that talks to gatekept. That process,
+# the supervisor, reads the init request, forks the worker (which imports and
+# calls the verifier) and passes requests and replies between gatekept and
+# the worker. It cannot be reached from the worker: it is not dumpable (no
+# /proc/<pid>/mem, no ptrace), it holds the only ends of gatekept's pipes, and
+# it never runs verifier code. What it knows for itself it reports as its own
+# messages, JSON objects, which a worker's reply (always a JSON list) can
+# never be: processes left running while the worker is idle (it adopts every
+# orphan as a subreaper), and a worker that broke the reply framing. When the
+# worker dies, the supervisor dies the same way, so gatekept sees the crash
+# as it happened.
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option, value):
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def _read_first_line():
+    pending = []
+    while True:
+        try:
+            chunk = _os_read(REQUEST_FD, 1 << 18)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            _real_exit(0)
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            pending.append(chunk[:cut])
+            return b"".join(pending), chunk[cut + 1 :]
+        pending.append(chunk)
+
+
+def _descendants(root):
+    found = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tasks = _listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with _open("/proc/%d/task/%s/children" % (pid, task), "rb") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(children)
+            stack.extend(children)
+    return found
+
+
+def _is_zombie(pid):
+    try:
+        with _open("/proc/%d/stat" % pid, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return True
+    # The state follows the command name, which is in parentheses and may hold spaces.
+    return text[text.rfind(b")") + 2 : text.rfind(b")") + 3] in (b"Z", b"X")
+
+
+class _Supervisor(object):
+    def __init__(self, worker, to_worker, from_worker, isolated):
+        self.worker = worker
+        self.to_worker = to_worker
+        self.from_worker = from_worker
+        self.isolated = isolated
+        self.me = _getpid()
+        # The init request and those after it that have no reply yet.
+        self.outstanding = 1
+        self.tail = b""
+        self.first_reply = True
+        # Requests read from gatekept and not yet passed to the worker.
+        self.outbox = bytearray()
+
+    def strays(self):
+        """Live processes besides the worker: in the sandbox every process of
+        its PID namespace, elsewhere every descendant (orphans included, as
+        this process is their subreaper)."""
+        keep = (1, self.me, self.worker)
+        if self.isolated:
+            try:
+                pids = [int(name) for name in _listdir("/proc") if name.isdigit()]
+            except OSError:
+                pids = []
+        else:
+            pids = _descendants(self.me)
+        return [pid for pid in pids if pid not in keep and not _is_zombie(pid)]
+
+    def reap(self):
+        while True:
+            try:
+                pid, _status = _waitpid(-1, _WNOHANG)
+            except OSError:
+                return
+            if pid == 0 or pid == self.worker:
+                return
+
+    def sweep(self):
+        strays = self.strays()
+        for pid in strays:
+            try:
+                _kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if strays:
+            self.reap()
+        return len(strays)
+
+    def clear_out(self):
+        """Nothing the verifier started survives the supervisor."""
+        try:
+            _kill(self.worker, signal.SIGKILL)
+        except OSError:
+            pass
+        for _round in range(5):
+            if self.sweep() == 0:
+                break
+            time.sleep(0.01)
+
+    def exit_like_worker(self):
+        """Die as the worker died, so gatekept reads the same exit."""
+        try:
+            _pid, status = _waitpid(self.worker, 0)
+        except OSError:
+            status = 0
+        self.clear_out()
+        if os.WIFSIGNALED(status):
+            number = os.WTERMSIG(status)
+            try:
+                # SIGKILL and SIGSTOP have no handler to reset.
+                if number not in (signal.SIGKILL, signal.SIGSTOP):
+                    _signal(number, signal.SIG_DFL)
+                _kill(self.me, number)
+            except (OSError, ValueError):
+                pass
+            _real_exit(128 + number)
+        _real_exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+    def take(self, chunk):
+        """Pass complete reply lines on, checking that none is the supervisor's kind."""
+        data = self.tail + chunk if self.tail else chunk
+        cut = data.rfind(b"\n") + 1
+        self.tail = data[cut:]
+        block = data[:cut]
+        if self.first_reply and block:
+            self.first_reply = False
+            # The worker's first reply is its ready message, an object.
+            end = block.find(b"\n") + 1
+            _send_supervised(block[:end])
+            self.outstanding -= 1
+            block = block[end:]
+        if not block:
+            return
+        if block[:1] != b"[" or b"\n{" in block:
+            message = "the verifier's process wrote a reply only the supervisor may write"
+            _send_supervised(_encode_reply({"op": "error", "message": message}))
+            self.clear_out()
+            _real_exit(3)
+        self.outstanding -= block.count(b"\n")
+        if self.outstanding <= 0 and not self.outbox and self.sweep():
+            # The worker has answered everything and waits, so nothing of the
+            # verifier's may run. Said before the replies it goes with, so
+            # gatekept pins it on this batch.
+            _send_supervised(_encode_reply({"op": "strays"}))
+        _send_supervised(block)
+
+    def drain_and_exit(self):
+        """The worker is gone: pass on what it wrote before, then die like it."""
+        os.set_blocking(self.from_worker, False)
+        while True:
+            try:
+                chunk = _os_read(self.from_worker, 1 << 18)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.take(chunk)
+        self.exit_like_worker()
+
+    def run(self, outbox):
+        import select
+
+        poller = select.poll()
+        poller.register(REQUEST_FD, select.POLLIN)
+        poller.register(self.from_worker, select.POLLIN)
+        try:
+            worker_fd = os.pidfd_open(self.worker)
+            poller.register(worker_fd, select.POLLIN)
+        except (AttributeError, OSError):
+            worker_fd = None
+        os.set_blocking(self.to_worker, False)
+        self.outbox = outbox = bytearray(outbox)
+        writing = False
+        while True:
+            if bool(outbox) != writing:
+                writing = bool(outbox)
+                if writing:
+                    poller.register(self.to_worker, select.POLLOUT)
+                else:
+                    poller.unregister(self.to_worker)
+            for fd, _events in poller.poll():
+                if fd == REQUEST_FD:
+                    try:
+                        chunk = _os_read(REQUEST_FD, 1 << 18)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        self.clear_out()
+                        _real_exit(0)
+                    outbox += chunk
+                    self.outstanding += chunk.count(b"\n")
+                elif fd == self.to_worker:
+                    try:
+                        written = _os_write(self.to_worker, outbox[: 1 << 16])
+                    except BlockingIOError:
+                        written = 0
+                    except OSError:
+                        # The worker is gone; its pidfd or its pipe says so.
+                        written = len(outbox)
+                    del outbox[:written]
+                elif fd == self.from_worker:
+                    try:
+                        chunk = _os_read(self.from_worker, 1 << 18)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        self.exit_like_worker()
+                    self.take(chunk)
+                elif fd == worker_fd:
+                    self.drain_and_exit()
+
+
+def _send_supervised(data):
+    try:
+        _write_all(REPLY_FD, data)
+    except OSError:
+        _real_exit(0)
+
+
+def main():
+    _die_with_parent()
+    first_line, buffered = _read_first_line()
+    try:
+        init = _decode_json(first_line)
+    except ValueError:
+        init = None
+    isolated = isinstance(init, dict) and bool(init.get("isolated"))
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    to_worker_r, to_worker_w = os.pipe()
+    from_worker_r, from_worker_w = os.pipe()
+    supervisor = _getpid()
+    worker = os.fork()
+    if worker == 0:
+        os.dup2(to_worker_r, REQUEST_FD, inheritable=False)
+        os.dup2(from_worker_w, REPLY_FD, inheritable=False)
+        for fd in (to_worker_r, to_worker_w, from_worker_r, from_worker_w):
+            os.close(fd)
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if _getppid() != supervisor:
+            _real_exit(0)
+        S.supervisor_pid = supervisor
+        S.main_pid = _getpid()
+        _serve(first_line)
+        _real_exit(0)
+    os.close(to_worker_r)
+    os.close(from_worker_w)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    supervisor = _Supervisor(worker, to_worker_w, from_worker_r, isolated)
+    supervisor.outstanding += buffered.count(b"\n")
+    supervisor.run(buffered)
 
 
 if __name__ == "__main__":

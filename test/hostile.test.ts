@@ -71,12 +71,12 @@ function secrets(canary: string): Record<string, string> {
   return { AWS_SECRET_ACCESS_KEY: canary, OPENAI_API_KEY: canary, HF_TOKEN: canary };
 }
 
-async function gate(fixture: string, extra: readonly string[] = []): Promise<Run> {
+async function gate(fixture: string, extra: readonly string[] = [], sandbox: 'bwrap' | 'none' = 'bwrap'): Promise<Run> {
   const tmp = await mkdtemp(path.join(scratch, 'run-'));
   const canary = `canary-${randomUUID()}`;
   const run = await execa(
     process.execPath,
-    [BIN, 'gate', '--reward', `${path.join(fixtures, fixture)}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', 'bwrap', ...extra],
+    [BIN, 'gate', '--reward', `${path.join(fixtures, fixture)}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', sandbox, ...extra],
     { cwd: PACKAGE_ROOT, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0', ...secrets(canary) } },
   );
   return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, tmp, canary };
@@ -123,6 +123,21 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
     expect(run.exitCode, run.stderr).toBe(0);
     const record = JSON.parse(run.stdout) as { side_effects: { kind: string }[] };
     expect(record.side_effects.map((effect) => effect.kind)).toContain('process');
+    await expectContained(run);
+  });
+
+  it('supervisor: the process that talks to gatekept cannot be read, written or traced from the verifier', async () => {
+    const run = await gate('supervisor_reach');
+    expect(run.stdout).toMatch(/^decision: PASS$/m);
+    expect(run.exitCode, run.stderr).toBe(0);
+    await expectContained(run);
+  });
+
+  it('forgery: a supervisor message written by the verifier stops the audit', async () => {
+    const run = await gate('forgery');
+    expect(run.exitCode).toBe(3);
+    expect(run.stderr).toMatch(/broke gatekept's reply protocol/);
+    expect(run.stdout).not.toMatch(/PASS/);
     await expectContained(run);
   });
 
@@ -212,5 +227,25 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
     const leftovers = await leftoverProcesses(tmp);
     killAll(leftovers);
     expect(leftovers).toEqual([]);
+  });
+});
+
+describe('hostile verifiers without the sandbox', () => {
+  it('daemons: the supervisor adopts setsid double forks and children from __del__, and none outlives the audit', async () => {
+    const run = await gate('daemons', ['--json'], 'none');
+    expect(run.exitCode, run.stderr).toBe(0);
+    const record = JSON.parse(run.stdout) as { side_effects: { kind: string; examples: string[] }[] };
+    expect(record.side_effects.find((effect) => effect.kind === 'process')?.examples.join('\n')).toMatch(/killed by the supervisor/);
+    const leftovers = await leftoverProcesses(run.tmp);
+    killAll(leftovers);
+    expect(leftovers, 'processes left behind').toEqual([]);
+  });
+
+  it('sub-directories: files a call leaves in a directory the import made are found by gatekept and reject', async () => {
+    const run = await gate('subdir_writes', ['--json'], 'none');
+    const record = JSON.parse(run.stdout) as { decision: string; side_effects: { kind: string; examples: string[] }[] };
+    expect(record.decision).toBe('REJECT');
+    expect(record.side_effects.find((effect) => effect.kind === 'file_created')?.examples.join('\n')).toMatch(/cache\/left-\d+ \(found by gatekept after the calls\)/);
+    expect(run.exitCode).toBe(1);
   });
 });

@@ -170,23 +170,93 @@ export function parseVerifierSpec(spec: string, cwd: string): VerifierTarget {
 
 // -------------------------------------------------------------------- protocol
 
-const sideEffectSchema = z.object({ kind: z.enum(SIDE_EFFECT_KINDS), detail: z.string() });
+const RESULT_STATUSES: ReadonlySet<string> = new Set(['ok', 'raised', 'timeout', 'exit']);
+const NON_FINITE: ReadonlySet<string> = new Set(['nan', 'inf', '-inf']);
+const EFFECT_KINDS: ReadonlySet<string> = new Set(SIDE_EFFECT_KINDS);
 
-const resultReplySchema = z.object({
-  op: z.literal('result'),
-  id: z.number().int(),
-  status: z.enum(['ok', 'raised', 'timeout', 'exit']),
-  reward: z.number().nullable(),
-  reward_type: z.string(),
-  nonfinite: z.enum(['nan', 'inf', '-inf']).nullable(),
-  error: z.object({ type: z.string(), message: z.string() }).nullable(),
-  side_effects: z.array(sideEffectSchema),
-  ms: z.number(),
-});
+/**
+ * What one reply line from the worker says. The worker's replies are JSON
+ * lists; JSON objects come from the supervisor, the process that talks to
+ * gatekept and never runs verifier code (see python/harness.py).
+ */
+type WorkerReply =
+  | { op: 'result'; id: number; result: EvalResult }
+  /** The worker could not handle a request (the harness's own error). */
+  | { op: 'error'; message: string }
+  /** The supervisor found processes still running while the worker was idle, and killed them. */
+  | { op: 'strays' }
+  /** The supervisor caught the worker writing what only the supervisor may write. */
+  | { op: 'tampered'; message: string };
 
-const harnessErrorSchema = z.object({ op: z.literal('error'), message: z.string() });
+const isText = (value: unknown): value is string => typeof value === 'string';
 
-const evalReplySchema = z.discriminatedUnion('op', [resultReplySchema, harnessErrorSchema]);
+/**
+ * Checked by hand rather than with a schema: this runs once per verifier
+ * call, and a schema parse costs more than the rest of the reply's handling.
+ */
+function readResult(value: unknown[], line: string): { id: number; result: EvalResult } {
+  const [id, status, reward, rewardType, nonFinite, error, effects, ms] = value;
+  const bad = (what: string): never => {
+    throw protocolError(what, line);
+  };
+  if (value.length !== 8) bad(`a result has 8 fields, not ${value.length}`);
+  if (!Number.isInteger(id)) bad('the id is not an integer');
+  if (!isText(status) || !RESULT_STATUSES.has(status)) bad('unknown status');
+  if (reward !== null && typeof reward !== 'number') bad('the reward is neither a number nor null');
+  if (!isText(rewardType)) bad('the reward type is not a string');
+  if (nonFinite !== null && !(isText(nonFinite) && NON_FINITE.has(nonFinite))) bad('unknown non-finite tag');
+  if (error !== null && !(Array.isArray(error) && error.length === 2 && isText(error[0]) && isText(error[1]))) {
+    bad('the error is not [type, message]');
+  }
+  if (!Array.isArray(effects)) bad('the side effects are not a list');
+  const sideEffects: EvalResult['sideEffects'] = [];
+  for (const effect of effects as unknown[]) {
+    if (!(Array.isArray(effect) && effect.length === 2 && isText(effect[0]) && EFFECT_KINDS.has(effect[0]) && isText(effect[1]))) {
+      return bad('a side effect is not [kind, detail]');
+    }
+    sideEffects.push({ kind: effect[0] as SideEffectKind, detail: escapeLine(effect[1]) });
+  }
+  if (typeof ms !== 'number') bad('the call time is not a number');
+  const failure = error as [string, string] | null;
+  return {
+    id: id as number,
+    result: {
+      status: status as EvalResult['status'],
+      reward: reward as number | null,
+      rewardType: escapeLine(rewardType as string),
+      nonFinite: nonFinite as EvalResult['nonFinite'],
+      error: failure ? { type: escapeLine(failure[0]), message: escapeLine(failure[1]) } : null,
+      sideEffects,
+      ms: ms as number,
+    },
+  };
+}
+
+function readReply(line: string): WorkerReply {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw protocolError('not JSON', line);
+  }
+  if (Array.isArray(value)) {
+    if (value[0] === 'error') {
+      if (value.length !== 2 || !isText(value[1])) throw protocolError('malformed error', line);
+      return { op: 'error', message: value[1] };
+    }
+    return { op: 'result', ...readResult(value, line) };
+  }
+  const message = value as { op?: unknown; message?: unknown } | null;
+  if (message?.op === 'strays') return { op: 'strays' };
+  if (message?.op === 'error' && isText(message.message)) return { op: 'tampered', message: message.message };
+  throw protocolError('unknown message', line);
+}
+
+/** Side effect attached when the supervisor had to kill what the verifier left running. */
+const STRAY_EFFECT = {
+  kind: 'process',
+  detail: 'a process was still running after the calls (found and killed by the supervisor)',
+} as const;
 
 const LOAD_ERROR_KINDS = [
   'module_not_found',
@@ -219,13 +289,20 @@ const readyReplySchema = z.union([
     import_ms: z.number(),
   }),
   z.object({ op: z.literal('ready'), ok: z.literal(false), error: loadErrorSchema }),
-  harnessErrorSchema,
+  z.object({ op: z.literal('error'), message: z.string() }),
 ]);
 
 function protocolError(problem: string, line: string): GatekeptError {
   return new GatekeptError('HARNESS_PROTOCOL', `the Python harness sent an invalid reply: ${problem}`, {
     details: [`reply: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}`],
     suggestion: 'this is a bug in gatekept; please report it with the verifier that triggered it',
+  });
+}
+
+function tampered(message: string, line: string): GatekeptError {
+  return new GatekeptError('HARNESS_PROTOCOL', `the verifier broke gatekept's reply protocol: ${escapeLine(message)}`, {
+    details: [`reply: ${line.length > 300 ? `${line.slice(0, 300)}...` : line}`],
+    suggestion: 'the verifier (or something it started) wrote to the channel gatekept reads results from; such a verifier cannot be audited',
   });
 }
 
@@ -573,16 +650,10 @@ function roundMs(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
+/** An eval request is the list [id, completion, answer, prompt, info]. */
 function serialiseRequest(request: EvalRequest, id: number, index: number): string {
   try {
-    return JSON.stringify({
-      op: 'eval',
-      id,
-      completion: request.completion,
-      answer: request.answer,
-      prompt: request.prompt ?? null,
-      info: request.info ?? {},
-    });
+    return JSON.stringify([id, request.completion, request.answer, request.prompt ?? null, request.info ?? {}]);
   } catch (error) {
     throw new GatekeptError('BAD_ARGUMENT', `request ${index} cannot be sent to the verifier: ${String(error)}`, {
       cause: error,
@@ -630,19 +701,23 @@ class PythonSession implements VerifierSession {
     const { worker, info } = await this.launch();
     this.worker = worker;
     this.info = info;
-    this.homeBaseline = new Set(await readdir(path.join(this.workdir, 'home')).catch(() => [] as string[]));
+    this.homeBaseline = new Set(await listTree(path.join(this.workdir, 'home')));
   }
 
   /**
-   * The harness removes and reports what each call creates in its home. What
-   * is still there after a batch got past that bookkeeping (which runs in the
-   * verifier's own interpreter and can be switched off), so gatekept looks
-   * for itself, and reports and removes it.
+   * The harness removes and reports what each call creates in its home, as
+   * far as the audit hook in the verifier's interpreter sees it. gatekept
+   * does not rely on that: after every batch it compares the whole home,
+   * sub-directories included, with what the import left there, and reports
+   * and removes whatever is new (files made by C code, through a dir_fd,
+   * hard links, FIFOs and device nodes alike).
    */
   private async checkWorkdir(results: EvalResult[]): Promise<void> {
     const home = path.join(this.workdir, 'home');
-    const names = await readdir(home).catch(() => [] as string[]);
-    const planted = names.filter((name) => !this.homeBaseline.has(name)).sort();
+    const paths = await listTree(home);
+    const added = paths.filter((entry) => !this.homeBaseline.has(entry));
+    // A new directory is removed with everything in it, and reported once.
+    const planted = added.filter((entry) => !added.some((other) => entry.startsWith(`${other}/`))).sort();
     if (planted.length === 0) return;
     await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true })));
     let index = results.length - 1;
@@ -737,6 +812,8 @@ class PythonSession implements VerifierSession {
     try {
       const { worker } = await this.launch();
       this.worker = worker;
+      // The fresh worker's import set its home up again from empty.
+      this.homeBaseline = new Set(await listTree(path.join(this.workdir, 'home')));
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new GatekeptError('HARNESS_FAILED', `restarting the verifier worker failed: ${reason}`, {
@@ -849,6 +926,7 @@ class PythonSession implements VerifierSession {
       let next = start;
       let settled = false;
       let inFlightSince = performance.now();
+      let strays = false;
 
       const settle = (action: () => void): void => {
         if (settled) return;
@@ -871,29 +949,29 @@ class PythonSession implements VerifierSession {
         lines: (lines) => {
           if (settled) return;
           for (const line of lines) {
-            if (next >= total) return fail(protocolError('more replies than requests', line));
-            let reply: z.infer<typeof evalReplySchema>;
+            let reply: WorkerReply;
             try {
-              reply = parseReply(evalReplySchema, line);
+              reply = readReply(line);
             } catch (error) {
               return fail(error);
             }
+            if (reply.op === 'strays') {
+              // The supervisor looks once the worker is idle and says so just
+              // before the batch's last replies: pinned on the next result.
+              strays = true;
+              continue;
+            }
+            if (reply.op === 'tampered') return fail(tampered(reply.message, line));
             if (reply.op === 'error') return fail(protocolError(reply.message, line));
+            if (next >= total) return fail(protocolError('more replies than requests', line));
             const expectedId = firstId + (next - start);
             if (reply.id !== expectedId) {
               return fail(protocolError(`reply id ${reply.id} where ${expectedId} was expected`, line));
             }
-            results[next] = {
-              status: reply.status,
-              reward: reply.reward,
-              rewardType: escapeLine(reply.reward_type),
-              nonFinite: reply.nonfinite,
-              error: reply.error ? { type: escapeLine(reply.error.type), message: escapeLine(reply.error.message) } : null,
-              sideEffects: reply.side_effects.map((effect) => ({ kind: effect.kind, detail: escapeLine(effect.detail) })),
-              ms: reply.ms,
-            };
+            results[next] = strays ? { ...reply.result, sideEffects: [...reply.result.sideEffects, STRAY_EFFECT] } : reply.result;
+            strays = false;
             next += 1;
-            if (stopOnTimeout && reply.status === 'timeout' && next < total) {
+            if (stopOnTimeout && reply.result.status === 'timeout' && next < total) {
               const index = next - 1;
               settle(() => resolve({ kind: 'stopped', index }));
               return;
@@ -939,6 +1017,22 @@ class PythonSession implements VerifierSession {
     }
     if (buffer && !stopped()) worker.write(buffer);
   }
+}
+
+/** Paths under `root`, relative to it, depth first; symbolic links are listed, not followed. */
+async function listTree(root: string, limit = 10_000): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (relative: string): Promise<void> => {
+    const entries = await readdir(path.join(root, relative), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      if (found.length >= limit) return;
+      const name = relative ? `${relative}/${entry.name}` : entry.name;
+      found.push(name);
+      if (entry.isDirectory()) await walk(name);
+    }
+  };
+  await walk('');
+  return found;
 }
 
 /** `gatekept-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
