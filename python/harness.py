@@ -1,8 +1,13 @@
 # -*- coding: utf-8 -*-
 """Runs one reward function on behalf of gatekept, one call per request.
 
-Requests arrive on fd 3 and replies leave on fd 4, one JSON object per line,
-so nothing the verifier prints can be mistaken for a reply.
+Requests arrive on fd 3 and replies leave on fd 4, one JSON value per line,
+so nothing the verifier prints can be mistaken for a reply. The process
+gatekept starts is the supervisor (see _Supervisor): it forks the worker,
+which imports and calls the verifier, and passes lines between the two.
+After an init object, every eval request is a list [id, completion, answer,
+prompt, info] and every reply a list [id, status, reward, type, non-finite,
+error, side effects, ms]; objects on the reply pipe are the supervisor's.
 
 Everything up to the version check must stay parseable by old Python 3
 releases (no f-strings, no async syntax, no walrus), so that an old
@@ -216,8 +221,10 @@ S.isolated = False
 S.main_pid = os.getpid()
 S.forks = 0
 S.popen_pending = False
-# The trusted supervisor this worker was forked from (see _supervise).
+# The trusted supervisor this worker was forked from (see _Supervisor).
 S.supervisor_pid = None
+S.calls_since_sweep = 0
+STRAY_SWEEP_CALLS = 32
 
 
 # ---------------------------------------------------------------- utilities
@@ -744,6 +751,14 @@ def _sandbox_strays():
     verifier started, however it detached (setsid, a double fork)."""
     if not S.isolated:
         return []
+    # Listing /proc costs as much as a fast call; a call that forked where the
+    # hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
+    # Counted in calls, not left to the supervisor's sweeps (which follow the
+    # batches, and so the clock), so the record does not vary between runs.
+    S.calls_since_sweep += 1
+    if S.forks == 0 and S.calls_since_sweep < STRAY_SWEEP_CALLS:
+        return []
+    S.calls_since_sweep = 0
     keep = (1, _getpid(), S.supervisor_pid)
     try:
         names = _listdir("/proc")
@@ -754,11 +769,9 @@ def _sandbox_strays():
 
 def _reap_children():
     """The worker itself never starts a process, so any child it has was
-    started by the verifier. None the audit hook saw may outlive the call
-    that started it; the supervisor finds the ones it did not see (C code,
-    ctypes) once the worker is idle."""
-    if S.forks == 0:
-        return
+    started by the verifier. None may outlive the call that started it. The
+    supervisor looks again once the worker is idle, beyond this interpreter's
+    reach (which a verifier could patch)."""
     strays = _sandbox_strays()
     for pid in strays:
         try:

@@ -91,8 +91,7 @@ describe('child processes are allowed within limits, recorded, and do not outliv
     ['popen-child', /subprocess\.Popen/],
     ['fork-child', /os\.fork/],
     ['multiprocessing-child', /_posixsubprocess\.fork_exec/],
-    // A fork from C is not seen by the audit hook; the supervisor finds the process.
-    ['ctypes-fork', /killed by the supervisor/],
+    ['ctypes-fork', /started by the call \(killed if still running\)/],
   ] as const)('%s', async (fixture, example) => {
     const run = await gateFixture(fixture, ['--json', ...(HAS_BWRAP ? ['--sandbox', 'bwrap'] : [])]);
     const record = JSON.parse(run.stdout) as { decision: string; side_effects: { kind: string; examples: string[] }[] };
