@@ -1136,6 +1136,33 @@ def _keyword_pool(text, answer, prompt, info):
     return _reward.keyword_pool("messages" if S.messages else "string", text, answer, prompt, info)
 
 
+# Long completions, as gatekept's LongTextCodec (src/runtime/python-session.ts)
+# remembers them: the most recent ones, in the order they were sent.
+LONG_TEXTS_KEPT = 8
+_LONG_TEXTS = []
+
+
+def _completion_text(field):
+    """["k", text]: remember text; [slot, start, middle, end]: a remembered
+    text's first `start` characters, then middle, then its last `end`."""
+    if len(field) == 2 and field[0] == "k" and type(field[1]) is str:
+        text = field[1]
+    elif len(field) == 4 and type(field[2]) is str:
+        slot, start, middle, end = field
+        if type(slot) is not int or type(start) is not int or type(end) is not int or min(slot, start, end) < 0:
+            raise ValueError("bad offsets")
+        base = _LONG_TEXTS[slot]
+        if start + end > len(base):
+            raise ValueError("offsets past the remembered text")
+        text = base[:start] + middle + base[len(base) - end :]
+    else:
+        raise ValueError("unknown form")
+    _LONG_TEXTS.append(text)
+    if len(_LONG_TEXTS) > LONG_TEXTS_KEPT:
+        del _LONG_TEXTS[0]
+    return text
+
+
 # JSON of the reward type names seen so far: the common reply is formatted
 # directly, without a JSON encoder, and this is the one string in it.
 _TYPE_JSON = {}
@@ -1169,6 +1196,11 @@ def _evaluate(request):
     if len(request) != 5:
         return _protocol_error("an eval request has 5 fields, not %d" % len(request))
     request_id, text, answer, prompt, info = request
+    if type(text) is list:
+        try:
+            text = _completion_text(text)
+        except (IndexError, TypeError, ValueError):
+            return _protocol_error("malformed long completion in request %r" % (request_id,))
     pool = _keyword_pool(text, answer, prompt, info)
     plan = S.plan
     args = [pool[item] if is_pool else item for is_pool, item in plan["positional"]]

@@ -1,10 +1,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatekeptError } from '../src/errors.js';
 import {
+  LongTextCodec,
   openVerifierSession,
   parseVerifierSpec,
   type EvalRequest,
@@ -372,6 +374,51 @@ def reward(completion, answer):
       expect(surrogate?.status).toBe('raised');
       expect(surrogate?.error?.message).toContain('\\ud800');
     });
+  });
+});
+
+describe('long completions', () => {
+  // Pads like the attack corpus's, rows' golds after or before them, one with
+  // non-BMP characters (sent whole), and a short one in between.
+  const pad = 'lorem ipsum '.repeat(5000);
+  const texts = [
+    `${pad}\\boxed{1037}`,
+    `${pad}\\boxed{1074}`,
+    `\\boxed{1074}\n${pad}`,
+    'short',
+    `\\boxed{1111}\n${pad}`,
+    `🙂${pad}🙂 1037`,
+    `${pad.slice(7)}\\boxed{1037}`,
+    `${pad}\\boxed{1074}`,
+    '9'.repeat(5000),
+    '9'.repeat(5001),
+  ];
+
+  it('are rebuilt exactly by the worker from what the codec sends', async () => {
+    const digest = (text: string): number => Number.parseInt(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12), 16);
+    const source = [
+      'import hashlib',
+      'def reward(completion, answer):',
+      '    text = completion[-1]["content"]',
+      '    return int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)',
+    ].join('\n');
+    const sent: string[] = [];
+    const codec = new LongTextCodec();
+    for (const text of texts) {
+      const encoded = codec.encode(text);
+      sent.push(JSON.stringify(encoded));
+    }
+    // Most of a long completion that shares its padding is not sent again.
+    expect(sent[1]!.length).toBeLessThan(100);
+    expect(sent[4]!.length).toBeLessThan(100);
+    const results = await withSession(source, (session) => session.evaluate([...texts, ...texts].map((text) => req(text))));
+    expect(results.map((result) => result.reward)).toEqual([...texts, ...texts].map(digest));
+  });
+
+  it('decode mirrors encode', () => {
+    const encoder = new LongTextCodec();
+    const decoder = new LongTextCodec();
+    for (const text of [...texts, ...[...texts].reverse()]) expect(decoder.decode(encoder.encode(text))).toBe(text);
   });
 });
 

@@ -332,6 +332,8 @@ interface WorkerHandlers {
 /** The harness process plus the request/reply protocol around it. */
 class Worker {
   exitInfo: ExitInfo | null = null;
+  /** What this worker process remembers of long completions (see LongTextCodec). */
+  readonly longTexts = new LongTextCodec();
   readonly done: Promise<ExitInfo>;
 
   private backlog: string[] = [];
@@ -650,10 +652,80 @@ function roundMs(ms: number): number {
   return Math.round(ms * 1000) / 1000;
 }
 
+/** A completion at least this long is remembered by both ends of a worker's pipe. */
+const LONG_TEXT = 4096;
+/** How many long completions each end remembers (the most recent ones). */
+const LONG_TEXTS_KEPT = 8;
+/** Characters compared first, to find a remembered completion that shares a start or an end. */
+const LONG_PROBE = 64;
+/** Offsets count UTF-16 units here and code points in Python: equal only without surrogates. */
+const SURROGATE = /[\uD800-\uDFFF]/;
+
+/** How a completion travels: as is, ['k', text] (remember it), or [slot, kept start, middle, kept end]. */
+export type EncodedText = string | ['k', string] | [number, number, string, number];
+
+/**
+ * Long attack completions differ little from row to row (50,000 characters
+ * of padding and then the row's gold), and encoding, piping and decoding them
+ * is most of what a fast verifier's audit costs. Both ends of a worker's pipe
+ * remember the last LONG_TEXTS_KEPT long completions in the order they were
+ * sent, so a long completion that shares its start and end with one of them
+ * goes as [slot, kept start, middle, kept end] and the worker rebuilds it
+ * (python/harness.py, _completion_text). One instance per worker process: a
+ * new worker starts with nothing kept.
+ */
+export class LongTextCodec {
+  private readonly kept: string[] = [];
+
+  encode(text: string): EncodedText {
+    if (text.length < LONG_TEXT || SURROGATE.test(text)) return text;
+    let best: [number, number, string, number] | null = null;
+    let saved = LONG_TEXT - 1;
+    const head = text.slice(0, LONG_PROBE);
+    const tail = text.slice(-LONG_PROBE);
+    for (let slot = 0; slot < this.kept.length; slot += 1) {
+      const base = this.kept[slot]!;
+      if (!base.startsWith(head) && !base.endsWith(tail)) continue;
+      const limit = Math.min(base.length, text.length);
+      let prefix = 0;
+      while (prefix < limit && base.charCodeAt(prefix) === text.charCodeAt(prefix)) prefix += 1;
+      let suffix = 0;
+      const room = limit - prefix;
+      while (suffix < room && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix += 1;
+      if (prefix + suffix > saved) {
+        saved = prefix + suffix;
+        best = [slot, prefix, text.slice(prefix, text.length - suffix), suffix];
+      }
+    }
+    this.remember(text);
+    return best ?? ['k', text];
+  }
+
+  /** The worker's side, mirrored for tests: the completion rebuilt from what was sent. */
+  decode(encoded: EncodedText): string {
+    if (typeof encoded === 'string') return encoded;
+    let text: string;
+    if (encoded[0] === 'k') {
+      text = encoded[1];
+    } else {
+      const [slot, prefix, middle, suffix] = encoded;
+      const base = this.kept[slot]!;
+      text = base.slice(0, prefix) + middle + base.slice(base.length - suffix);
+    }
+    this.remember(text);
+    return text;
+  }
+
+  private remember(text: string): void {
+    this.kept.push(text);
+    if (this.kept.length > LONG_TEXTS_KEPT) this.kept.shift();
+  }
+}
+
 /** An eval request is the list [id, completion, answer, prompt, info]. */
-function serialiseRequest(request: EvalRequest, id: number, index: number): string {
+function serialiseRequest(request: EvalRequest, id: number, index: number, codec: LongTextCodec): string {
   try {
-    return JSON.stringify([id, request.completion, request.answer, request.prompt ?? null, request.info ?? {}]);
+    return JSON.stringify([id, codec.encode(request.completion), request.answer, request.prompt ?? null, request.info ?? {}]);
   } catch (error) {
     throw new GatekeptError('BAD_ARGUMENT', `request ${index} cannot be sent to the verifier: ${String(error)}`, {
       cause: error,
@@ -1007,7 +1079,7 @@ class PythonSession implements VerifierSession {
       if (typeof request.completion !== 'string' || typeof request.answer !== 'string') {
         throw new GatekeptError('INTERNAL', `request ${index} needs string completion and answer`);
       }
-      buffer += `${serialiseRequest(request, firstId + (index - start), index)}\n`;
+      buffer += `${serialiseRequest(request, firstId + (index - start), index, worker.longTexts)}\n`;
       if (buffer.length >= WRITE_CHUNK_CHARS) {
         if (stopped()) return;
         const flowing = worker.write(buffer);
