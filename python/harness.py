@@ -1137,29 +1137,32 @@ def _keyword_pool(text, answer, prompt, info):
 
 
 # Long completions, as gatekept's LongTextCodec (src/runtime/python-session.ts)
-# remembers them: the most recent ones, in the order they were sent.
-LONG_TEXTS_KEPT = 8
-_LONG_TEXTS = []
+# remembers them: numbered in the order they were sent, the last 256 kept.
+LONG_TEXTS_KEPT = 256
+_LONG_TEXTS = {}
+_LONG_COUNT = [0]
 
 
 def _completion_text(field):
-    """["k", text]: remember text; [slot, start, middle, end]: a remembered
-    text's first `start` characters, then middle, then its last `end`."""
+    """["k", text]: remember text; [number, start, middle, end]: the remembered
+    text of that number's first `start` characters, then middle, then its last
+    `end` (remembered in turn)."""
     if len(field) == 2 and field[0] == "k" and type(field[1]) is str:
         text = field[1]
     elif len(field) == 4 and type(field[2]) is str:
-        slot, start, middle, end = field
-        if type(slot) is not int or type(start) is not int or type(end) is not int or min(slot, start, end) < 0:
+        number, start, end = field[0], field[1], field[3]
+        if type(number) is not int or type(start) is not int or type(end) is not int or min(start, end) < 0:
             raise ValueError("bad offsets")
-        base = _LONG_TEXTS[slot]
+        base = _LONG_TEXTS[number]
         if start + end > len(base):
             raise ValueError("offsets past the remembered text")
-        text = base[:start] + middle + base[len(base) - end :]
+        text = base[:start] + field[2] + base[len(base) - end :]
     else:
         raise ValueError("unknown form")
-    _LONG_TEXTS.append(text)
-    if len(_LONG_TEXTS) > LONG_TEXTS_KEPT:
-        del _LONG_TEXTS[0]
+    number = _LONG_COUNT[0]
+    _LONG_COUNT[0] = number + 1
+    _LONG_TEXTS[number] = text
+    _LONG_TEXTS.pop(number - LONG_TEXTS_KEPT, None)
     return text
 
 
@@ -1199,7 +1202,7 @@ def _evaluate(request):
     if type(text) is list:
         try:
             text = _completion_text(text)
-        except (IndexError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):
             return _protocol_error("malformed long completion in request %r" % (request_id,))
     pool = _keyword_pool(text, answer, prompt, info)
     plan = S.plan

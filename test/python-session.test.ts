@@ -392,6 +392,10 @@ describe('long completions', () => {
     `${pad}\\boxed{1074}`,
     '9'.repeat(5000),
     '9'.repeat(5001),
+    // More long texts than either end keeps, then the first ones again.
+    ...Array.from({ length: 300 }, (_, index) => `${index} ${pad.slice(0, 2000)}`),
+    `0 ${pad.slice(0, 2000)}`,
+    `${pad}\\boxed{1037}`,
   ];
 
   it('are rebuilt exactly by the worker from what the codec sends', async () => {

@@ -653,39 +653,47 @@ function roundMs(ms: number): number {
 }
 
 /** A completion at least this long is remembered by both ends of a worker's pipe. */
-const LONG_TEXT = 4096;
-/** How many long completions each end remembers (the most recent ones). */
-const LONG_TEXTS_KEPT = 8;
+const LONG_TEXT = 1024;
+/** How many long completions each end remembers (the most recent ones): a few rows' worth. */
+const LONG_TEXTS_KEPT = 256;
 /** Characters compared first, to find a remembered completion that shares a start or an end. */
 const LONG_PROBE = 64;
 /** Offsets count UTF-16 units here and code points in Python: equal only without surrogates. */
 const SURROGATE = /[\uD800-\uDFFF]/;
 
-/** How a completion travels: as is, ['k', text] (remember it), or [slot, kept start, middle, kept end]. */
+/**
+ * How a completion travels: as is; ['k', text], to be remembered as the next
+ * long text; or [number, kept start, middle, kept end], the remembered long
+ * text of that number with its middle replaced (and remembered in turn).
+ */
 export type EncodedText = string | ['k', string] | [number, number, string, number];
 
 /**
  * Long attack completions differ little from row to row (50,000 characters
  * of padding and then the row's gold), and encoding, piping and decoding them
  * is most of what a fast verifier's audit costs. Both ends of a worker's pipe
- * remember the last LONG_TEXTS_KEPT long completions in the order they were
- * sent, so a long completion that shares its start and end with one of them
- * goes as [slot, kept start, middle, kept end] and the worker rebuilds it
+ * number the long completions in the order they were sent and remember the
+ * last LONG_TEXTS_KEPT, so a long completion that shares its start or its end
+ * with one of them goes as the difference, and the worker rebuilds it
  * (python/harness.py, _completion_text). One instance per worker process: a
- * new worker starts with nothing kept.
+ * new worker starts with nothing remembered.
  */
 export class LongTextCodec {
-  private readonly kept: string[] = [];
+  private readonly kept = new Map<number, string>();
+  private next = 0;
+  /** The latest remembered text with this start, and with this end. */
+  private readonly byHead = new Map<string, number>();
+  private readonly byTail = new Map<string, number>();
 
   encode(text: string): EncodedText {
     if (text.length < LONG_TEXT || SURROGATE.test(text)) return text;
-    let best: [number, number, string, number] | null = null;
-    let saved = LONG_TEXT - 1;
     const head = text.slice(0, LONG_PROBE);
     const tail = text.slice(-LONG_PROBE);
-    for (let slot = 0; slot < this.kept.length; slot += 1) {
-      const base = this.kept[slot]!;
-      if (!base.startsWith(head) && !base.endsWith(tail)) continue;
+    let best: [number, number, string, number] | null = null;
+    let saved = LONG_TEXT / 2;
+    for (const number of new Set([this.byHead.get(head), this.byTail.get(tail)])) {
+      const base = number === undefined ? undefined : this.kept.get(number);
+      if (base === undefined) continue;
       const limit = Math.min(base.length, text.length);
       let prefix = 0;
       while (prefix < limit && base.charCodeAt(prefix) === text.charCodeAt(prefix)) prefix += 1;
@@ -694,10 +702,10 @@ export class LongTextCodec {
       while (suffix < room && base.charCodeAt(base.length - 1 - suffix) === text.charCodeAt(text.length - 1 - suffix)) suffix += 1;
       if (prefix + suffix > saved) {
         saved = prefix + suffix;
-        best = [slot, prefix, text.slice(prefix, text.length - suffix), suffix];
+        best = [number!, prefix, text.slice(prefix, text.length - suffix), suffix];
       }
     }
-    this.remember(text);
+    this.remember(text, head, tail);
     return best ?? ['k', text];
   }
 
@@ -708,17 +716,28 @@ export class LongTextCodec {
     if (encoded[0] === 'k') {
       text = encoded[1];
     } else {
-      const [slot, prefix, middle, suffix] = encoded;
-      const base = this.kept[slot]!;
+      const [number, prefix, middle, suffix] = encoded;
+      const base = this.kept.get(number)!;
       text = base.slice(0, prefix) + middle + base.slice(base.length - suffix);
     }
-    this.remember(text);
+    this.remember(text, text.slice(0, LONG_PROBE), text.slice(-LONG_PROBE));
     return text;
   }
 
-  private remember(text: string): void {
-    this.kept.push(text);
-    if (this.kept.length > LONG_TEXTS_KEPT) this.kept.shift();
+  private remember(text: string, head: string, tail: string): void {
+    const number = this.next;
+    this.next += 1;
+    this.kept.set(number, text);
+    this.byHead.set(head, number);
+    this.byTail.set(tail, number);
+    const gone = number - LONG_TEXTS_KEPT;
+    const old = this.kept.get(gone);
+    if (old === undefined) return;
+    this.kept.delete(gone);
+    const oldHead = old.slice(0, LONG_PROBE);
+    const oldTail = old.slice(-LONG_PROBE);
+    if (this.byHead.get(oldHead) === gone) this.byHead.delete(oldHead);
+    if (this.byTail.get(oldTail) === gone) this.byTail.delete(oldTail);
   }
 }
 
