@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { ATTACKS_DIR } from '../paths.js';
 import { ANSWER_TYPES, SEVERITIES } from '../types.js';

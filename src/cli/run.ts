@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
 import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render-report.js';
