@@ -1,6 +1,6 @@
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 import { evaluateShuffled, RescoreSample } from './rescore.js';
 
@@ -51,9 +51,9 @@ export class Evaluator {
     this.rescore = new RescoreSample(policy.seed);
   }
 
-  /** Score the sample again, by the warm workers and a fresh one, under the audit's deadline. */
-  recheck(): Promise<{ changed: number; total: number; example: string | null }> {
-    return Promise.race([this.rescore.recheck(this.pool), this.overall]);
+  /** Score the sample again, by the warm workers and `fresh` (which this ends), under the audit's deadline. */
+  recheck(fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
+    return Promise.race([this.rescore.recheck(this.pool, fresh), this.overall]);
   }
 
   dispose(): void {

@@ -15,7 +15,7 @@ import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { formatSummary } from '../report/scorecard.js';
-import { parseVerifierSpec, type EvalRequest } from '../runtime/python-session.js';
+import { openVerifierSession, parseVerifierSpec, type EvalRequest } from '../runtime/python-session.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 
@@ -107,7 +107,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const completionFormat = options.completionFormat ?? 'messages';
   const formats = resolveFormats(options.format);
   // Python starts (and imports the verifier) while the inputs are read and planned.
-  const poolOpening = WorkerPool.open({
+  const sessionOptions = {
     python: resolvePython(options.python, cwd),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     target,
@@ -116,8 +116,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     callTimeoutMs: policy.timeouts.callMs,
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
-    workers: Math.max(1, options.workers ?? availableParallelism()),
-  });
+  };
+  const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
   // Until it is awaited, a failure to open is held here instead of being unhandled.
   poolOpening.catch(() => undefined);
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
@@ -130,6 +130,11 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     throw error;
   }
   const pool = await poolOpening;
+  // The worker that scores the re-check sample having seen no call starts
+  // now, so its Python start and import overlap the audit instead of
+  // following it. It receives no call before the re-check.
+  const fresh = openVerifierSession(sessionOptions);
+  const closeFresh = (): Promise<void> => fresh.then((session) => session.close(), () => undefined);
   const evaluator = new Evaluator(pool, policy, {
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onRequests ? { onRequests: options.onRequests } : {}),
@@ -160,9 +165,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
-    const recheck = state.tally.timedOut ? null : await evaluator.recheck();
+    const recheck = state.tally.timedOut ? null : await evaluator.recheck(fresh);
     // Shutting the workers down overlaps with scoring and the record.
-    const closing = pool.close();
+    const closing = Promise.all([pool.close(), closeFresh()]);
 
     const scoring = performance.now();
     const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy, {
@@ -199,6 +204,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     };
   } finally {
     evaluator.dispose();
-    await pool.close();
+    await Promise.all([pool.close(), closeFresh()]);
   }
 }
