@@ -34,7 +34,9 @@ export async function evaluateShuffled(
   for (const length of blocks) {
     for (let index = start + length - 1; index > start; index -= 1) {
       const other = start + Math.floor(rng() * (index - start + 1));
-      [order[index], order[other]] = [order[other]!, order[index]!];
+      const swapped = order[index]!;
+      order[index] = order[other]!;
+      order[other] = swapped;
     }
     start += length;
   }
