@@ -123,8 +123,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
   let plan: AuditPlan;
   try {
-    corpus = await loadCorpus();
-    plan = await planAudit(options, policy, cwd);
+    [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
   } catch (error) {
     void poolOpening.then((opened) => opened.close(), () => undefined);
     throw error;
