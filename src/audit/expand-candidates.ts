@@ -28,8 +28,6 @@ export interface GoldContext {
 }
 
 export interface Candidate {
-  /** Stable identity of the candidate within one audit. */
-  key: string;
   attackId: string;
   family: string;
   severity: Severity;
@@ -196,7 +194,6 @@ export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number):
         if (seen.has(completion)) continue;
         seen.add(completion);
         out.push({
-          key: [row, attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
           attackId: attack.id,
           family: attack.family,
           severity: attack.severity,
