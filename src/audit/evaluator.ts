@@ -87,7 +87,7 @@ export class Evaluator {
     const results = await evaluateShuffled(requests, this.seed, this.batches, (shuffled) => this.withRetry(shuffled, report), blocks);
     this.rescore.add(requests, results);
     if (progress) this.progressDone += requests.length;
-    this.evaluations += results.filter((result) => result.status !== 'skipped').length;
+    for (const result of results) if (result.status !== 'skipped') this.evaluations += 1;
     return results;
   }
 

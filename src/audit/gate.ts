@@ -15,7 +15,7 @@ import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { formatSummary } from '../report/scorecard.js';
-import { openVerifierSession, parseVerifierSpec, type EvalRequest } from '../runtime/python-session.js';
+import { openVerifierSession, parseVerifierSpec, type EvalRequest, type VerifierSession } from '../runtime/python-session.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 
@@ -130,10 +130,20 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   }
   const pool = await poolOpening;
   // The worker that scores the re-check sample having seen no call starts
-  // now, so its Python start and import overlap the audit instead of
-  // following it. It receives no call before the re-check.
-  const fresh = openVerifierSession(sessionOptions);
-  const closeFresh = (): Promise<void> => fresh.then((session) => session.close(), () => undefined);
+  // with the last chunk, so its Python start and import overlap that chunk
+  // instead of following it, without holding a process through a long audit.
+  // It receives no call before the re-check.
+  let fresh: Promise<VerifierSession> | undefined;
+  const openFresh = (): Promise<VerifierSession> => {
+    if (!fresh) {
+      fresh = openVerifierSession(sessionOptions);
+      fresh.catch(() => undefined);
+    }
+    return fresh;
+  };
+  const closeFresh = async (): Promise<void> => {
+    await fresh?.then((session) => session.close(), () => undefined);
+  };
   const evaluator = new Evaluator(pool, policy, {
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onRequests ? { onRequests: options.onRequests } : {}),
@@ -152,6 +162,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     let rowsAudited = 0;
     for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
       const chunk = plan.plans.slice(start, start + ROWS_PER_CHUNK);
+      if (start + ROWS_PER_CHUNK >= plan.plans.length) void openFresh();
       const levels = await calibrateChunk(chunk, evaluator, state, formats.custom);
       rowsAudited += chunk.length;
       if (state.tally.timedOut) break;
@@ -164,7 +175,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
-    const recheck = state.tally.timedOut ? null : await evaluator.recheck(fresh);
+    const recheck = state.tally.timedOut ? null : await evaluator.recheck(openFresh());
     // Shutting the workers down overlaps with scoring and the record.
     const closing = Promise.all([pool.close(), closeFresh()]);
 
