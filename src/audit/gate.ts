@@ -120,19 +120,11 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
   // Until it is awaited, a failure to open is held here instead of being unhandled.
   poolOpening.catch(() => undefined);
-  let corpus: Awaited<ReturnType<typeof loadCorpus>>;
-  let plan: AuditPlan;
-  try {
-    [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
-  } catch (error) {
-    void poolOpening.then((opened) => opened.close(), () => undefined);
-    throw error;
-  }
-  const pool = await poolOpening;
   // The worker that scores the re-check sample having seen no call starts
-  // with the last chunk, so its Python start and import overlap that chunk
-  // instead of following it, without holding a process through a long audit.
-  // It receives no call before the re-check.
+  // with the last chunk (as soon as the plan is known when there is only
+  // one), so its Python start and import overlap the audit instead of
+  // following it, without holding a process through a long audit. It
+  // receives no call before the re-check.
   let fresh: Promise<VerifierSession> | undefined;
   const openFresh = (): Promise<VerifierSession> => {
     if (!fresh) {
@@ -144,6 +136,22 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const closeFresh = async (): Promise<void> => {
     await fresh?.then((session) => session.close(), () => undefined);
   };
+  let corpus: Awaited<ReturnType<typeof loadCorpus>>;
+  let plan: AuditPlan;
+  try {
+    [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
+  } catch (error) {
+    void poolOpening.then((opened) => opened.close(), () => undefined);
+    throw error;
+  }
+  if (plan.plans.length <= ROWS_PER_CHUNK) void openFresh();
+  let pool: WorkerPool;
+  try {
+    pool = await poolOpening;
+  } catch (error) {
+    await closeFresh();
+    throw error;
+  }
   const evaluator = new Evaluator(pool, policy, {
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onRequests ? { onRequests: options.onRequests } : {}),
