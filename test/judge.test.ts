@@ -23,7 +23,6 @@ function boxedOnlyLevels() {
 
 function candidate(over: Partial<Candidate>): Candidate {
   return {
-    key: 'k',
     attackId: 'fam/attack',
     family: 'fam',
     severity: 'high',

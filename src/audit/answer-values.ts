@@ -245,6 +245,14 @@ const FILLER =
   'The quick survey of the problem restates the givens, checks the units, and notes that nothing more is needed. ';
 
 /** Deterministic filler prose of exactly n characters. */
+/** The corpus pads to a handful of sizes, each once per gold: built once per size. */
+const paddings = new Map<number, string>();
+
 export function padding(n: number): string {
-  return FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
+  let text = paddings.get(n);
+  if (text === undefined) {
+    text = FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
+    paddings.set(n, text);
+  }
+  return text;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { ATTACKS_DIR } from '../paths.js';
 import { ANSWER_TYPES, SEVERITIES } from '../types.js';
@@ -97,8 +97,10 @@ async function readCorpus(dir: string): Promise<Corpus> {
   hash.update(`version ${version}\n`);
   const families: Family[] = [];
   const seen = new Set<string>();
-  for (const name of names) {
-    const text = await readFile(path.join(dir, name), 'utf8');
+  // Read together, hashed and validated in name order.
+  const texts = await Promise.all(names.map((name) => readFile(path.join(dir, name), 'utf8')));
+  for (const [index, name] of names.entries()) {
+    const text = texts[index]!;
     hash.update(`${name}\n${text}\n`);
     const parsed = familySchema.safeParse(JSON.parse(text));
     if (!parsed.success) {

@@ -1,6 +1,6 @@
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 import { evaluateShuffled, RescoreSample } from './rescore.js';
 
@@ -27,33 +27,47 @@ export class Evaluator {
   /** Progress is estimated from the chunks seen so far: rows are alike in size. */
   expectedTotal = 0;
   private progressDone = 0;
-  private readonly overall: Promise<never>;
-  private deadline: NodeJS.Timeout | undefined;
+  /** Set once the audit's deadline has passed; every pending and later call fails with it. */
+  private expired: GatekeptError | null = null;
+  /** Rejections of the calls in flight, so the deadline can fail them. */
+  private readonly pending = new Set<(error: GatekeptError) => void>();
+  private readonly deadline: NodeJS.Timeout;
 
   constructor(
     private readonly pool: WorkerPool,
     policy: GatePolicy,
     private readonly options: EvaluatorOptions,
   ) {
-    this.overall = new Promise<never>((_, reject) => {
-      this.deadline = setTimeout(
-        () =>
-          reject(
-            new GatekeptError('HARNESS_FAILED', `the audit did not finish within timeouts.total_s = ${policy.timeouts.totalS}s`, {
-              suggestion: 'raise timeouts.total_s in the policy, or audit fewer rows (budget.rows)',
-            }),
-          ),
-        policy.timeouts.totalS * 1000,
-      );
-    });
-    this.overall.catch(() => undefined);
+    this.deadline = setTimeout(() => {
+      this.expired = new GatekeptError('HARNESS_FAILED', `the audit did not finish within timeouts.total_s = ${policy.timeouts.totalS}s`, {
+        suggestion: 'raise timeouts.total_s in the policy, or audit fewer rows (budget.rows)',
+      });
+      for (const reject of this.pending) reject(this.expired);
+      this.pending.clear();
+    }, policy.timeouts.totalS * 1000);
     this.seed = policy.seed;
     this.rescore = new RescoreSample(policy.seed);
   }
 
-  /** Score the sample again, by the warm workers and a fresh one, under the audit's deadline. */
-  recheck(): Promise<{ changed: number; total: number; example: string | null }> {
-    return Promise.race([this.rescore.recheck(this.pool), this.overall]);
+  /** Score the sample again, by the warm workers and `fresh` (which this ends), under the audit's deadline. */
+  recheck(fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
+    return this.beforeDeadline(this.rescore.recheck(this.pool, fresh));
+  }
+
+  /**
+   * `work`, or the deadline's error once it passes. Not a race against one
+   * long-lived promise: each call would leave a reaction on it holding its
+   * results, so every result of the audit would stay in memory to the end.
+   */
+  private beforeDeadline<T>(work: Promise<T>): Promise<T> {
+    if (this.expired) {
+      work.catch(() => undefined);
+      return Promise.reject(this.expired);
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.pending.add(reject);
+      work.then(resolve, reject).finally(() => this.pending.delete(reject));
+    });
   }
 
   dispose(): void {
@@ -73,12 +87,12 @@ export class Evaluator {
     const results = await evaluateShuffled(requests, this.seed, this.batches, (shuffled) => this.withRetry(shuffled, report), blocks);
     this.rescore.add(requests, results);
     if (progress) this.progressDone += requests.length;
-    this.evaluations += results.filter((result) => result.status !== 'skipped').length;
+    for (const result of results) if (result.status !== 'skipped') this.evaluations += 1;
     return results;
   }
 
   private async run(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
-    return Promise.race([this.pool.evaluate(requests, { stopOnTimeout: true, ...(onProgress ? { onProgress } : {}) }), this.overall]);
+    return this.beforeDeadline(this.pool.evaluate(requests, { stopOnTimeout: true, ...(onProgress ? { onProgress } : {}) }));
   }
 
   private async withRetry(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {

@@ -28,8 +28,6 @@ export interface GoldContext {
 }
 
 export interface Candidate {
-  /** Stable identity of the candidate within one audit. */
-  key: string;
   attackId: string;
   family: string;
   severity: Severity;
@@ -51,11 +49,19 @@ const PLACEHOLDER =
 
 const SLOT_NAMES = ['A', 'B', 'C'] as const;
 
+/** Templates are few and rendered once per gold and variant: their slots are found once. */
+const slotsByTemplate = new Map<string, readonly string[]>();
+
 /** Which of the slots {A} {B} {C} a template uses, in order. */
-function slotsUsed(template: string): string[] {
-  const used = new Set<string>();
-  for (const match of template.matchAll(PLACEHOLDER)) if (match[2] && SLOT_NAMES.includes(match[2] as 'A')) used.add(match[2]);
-  return SLOT_NAMES.filter((slot) => used.has(slot));
+function slotsUsed(template: string): readonly string[] {
+  let slots = slotsByTemplate.get(template);
+  if (slots === undefined) {
+    const used = new Set<string>();
+    for (const match of template.matchAll(PLACEHOLDER)) if (match[2] && SLOT_NAMES.includes(match[2] as 'A')) used.add(match[2]);
+    slots = SLOT_NAMES.filter((slot) => used.has(slot));
+    slotsByTemplate.set(template, slots);
+  }
+  return slots;
 }
 
 interface Variant {
@@ -188,7 +194,6 @@ export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number):
         if (seen.has(completion)) continue;
         seen.add(completion);
         out.push({
-          key: [row, attack.id, variant.format ?? '-', variant.label ?? '-', variant.position ?? '-'].join('#'),
           attackId: attack.id,
           family: attack.family,
           severity: attack.severity,

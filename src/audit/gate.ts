@@ -15,7 +15,7 @@ import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { formatSummary } from '../report/scorecard.js';
-import { parseVerifierSpec, type EvalRequest } from '../runtime/python-session.js';
+import { openVerifierSession, parseVerifierSpec, type EvalRequest, type VerifierSession } from '../runtime/python-session.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 
@@ -107,7 +107,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const completionFormat = options.completionFormat ?? 'messages';
   const formats = resolveFormats(options.format);
   // Python starts (and imports the verifier) while the inputs are read and planned.
-  const poolOpening = WorkerPool.open({
+  const sessionOptions = {
     python: resolvePython(options.python, cwd),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     target,
@@ -116,20 +116,42 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     callTimeoutMs: policy.timeouts.callMs,
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
-    workers: Math.max(1, options.workers ?? availableParallelism()),
-  });
+  };
+  const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
   // Until it is awaited, a failure to open is held here instead of being unhandled.
   poolOpening.catch(() => undefined);
+  // The worker that scores the re-check sample having seen no call starts
+  // with the last chunk (as soon as the plan is known when there is only
+  // one), so its Python start and import overlap the audit instead of
+  // following it, without holding a process through a long audit. It
+  // receives no call before the re-check.
+  let fresh: Promise<VerifierSession> | undefined;
+  const openFresh = (): Promise<VerifierSession> => {
+    if (!fresh) {
+      fresh = openVerifierSession(sessionOptions);
+      fresh.catch(() => undefined);
+    }
+    return fresh;
+  };
+  const closeFresh = async (): Promise<void> => {
+    await fresh?.then((session) => session.close(), () => undefined);
+  };
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
   let plan: AuditPlan;
   try {
-    corpus = await loadCorpus();
-    plan = await planAudit(options, policy, cwd);
+    [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
   } catch (error) {
     void poolOpening.then((opened) => opened.close(), () => undefined);
     throw error;
   }
-  const pool = await poolOpening;
+  if (plan.plans.length <= ROWS_PER_CHUNK) void openFresh();
+  let pool: WorkerPool;
+  try {
+    pool = await poolOpening;
+  } catch (error) {
+    await closeFresh();
+    throw error;
+  }
   const evaluator = new Evaluator(pool, policy, {
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.onRequests ? { onRequests: options.onRequests } : {}),
@@ -148,6 +170,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     let rowsAudited = 0;
     for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
       const chunk = plan.plans.slice(start, start + ROWS_PER_CHUNK);
+      if (start + ROWS_PER_CHUNK >= plan.plans.length) void openFresh();
       const levels = await calibrateChunk(chunk, evaluator, state, formats.custom);
       rowsAudited += chunk.length;
       if (state.tally.timedOut) break;
@@ -160,9 +183,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
-    const recheck = state.tally.timedOut ? null : await evaluator.recheck();
+    const recheck = state.tally.timedOut ? null : await evaluator.recheck(openFresh());
     // Shutting the workers down overlaps with scoring and the record.
-    const closing = pool.close();
+    const closing = Promise.all([pool.close(), closeFresh()]);
 
     const scoring = performance.now();
     const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy, {
@@ -199,6 +222,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     };
   } finally {
     evaluator.dispose();
-    await pool.close();
+    await Promise.all([pool.close(), closeFresh()]);
   }
 }

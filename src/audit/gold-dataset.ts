@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { makeRng } from './answer-values.js';
 import { GatekeptError } from '../errors.js';
 import { readJsonlValues } from '../rows.js';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 
 /**

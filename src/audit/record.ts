@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import type { FormatLevels } from './calibrate.js';
 import { COMMITMENTS } from './corpus.js';
 import { ANSWER_TYPES, SEVERITIES } from '../types.js';

@@ -1,5 +1,5 @@
 import { makeRng } from './answer-values.js';
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 
 /**
@@ -34,7 +34,9 @@ export async function evaluateShuffled(
   for (const length of blocks) {
     for (let index = start + length - 1; index > start; index -= 1) {
       const other = start + Math.floor(rng() * (index - start + 1));
-      [order[index], order[other]] = [order[other]!, order[index]!];
+      const swapped = order[index]!;
+      order[index] = order[other]!;
+      order[other] = swapped;
     }
     start += length;
   }
@@ -71,18 +73,22 @@ export class RescoreSample {
     return this.kept.length;
   }
 
-  /** Score the sample again in `pool` and in a fresh worker; the calls whose reward changed. */
-  async recheck(pool: WorkerPool): Promise<{ changed: number; total: number; example: string | null }> {
+  /**
+   * Score the sample again in `pool` and in `fresh`, a worker that has seen no
+   * call (opened ahead, so its start overlaps the audit; this ends it); the
+   * calls whose reward changed.
+   */
+  async recheck(pool: WorkerPool, fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
     if (this.kept.length === 0) return { changed: 0, total: 0, example: null };
     const requests = this.kept.map((entry) => entry.request).reverse();
     const expected = this.kept.map((entry) => entry.reward).reverse();
-    const warm = await pool.evaluate(requests, { stopOnTimeout: true });
-    const fresh = await pool.evaluateFresh([...requests].reverse());
-    fresh.reverse();
+    // The two passes share no process, so neither can see the other's calls.
+    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true }), scoreFresh(fresh, [...requests].reverse())]);
+    freshResults.reverse();
     let changed = 0;
     let example: string | null = null;
     requests.forEach((request, index) => {
-      for (const result of [warm[index]!, fresh[index]!]) {
+      for (const result of [warm[index]!, freshResults[index]!]) {
         // A slow moment is the call timeout's business (the audit re-runs a
         // timeout before it counts), not evidence of a changed reward.
         if (result.status === 'skipped' || result.status === 'timeout') continue;
@@ -94,5 +100,14 @@ export class RescoreSample {
       }
     });
     return { changed, total: requests.length, example };
+  }
+}
+
+async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+  const session = await opening;
+  try {
+    return await session.evaluate(requests, { stopOnTimeout: true });
+  } finally {
+    await session.close();
   }
 }

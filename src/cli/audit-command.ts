@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Io } from './io.js';
 import { GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';

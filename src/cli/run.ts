@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
 import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render-report.js';
@@ -8,7 +8,7 @@ import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { resolvePython } from '../runtime/resolve-python.js';
-import { openSandbox, SANDBOX_MODES, type SandboxMode } from '../runtime/sandbox.js';
+import { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
 import { smokeCommand } from './smoke-command.js';
 import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
@@ -38,9 +38,16 @@ const seedOption = z
  * Resolve the sandbox before the run, so that a run without isolation says
  * so every time, and a required one that is missing fails before any work.
  */
-async function announceSandbox(io: Io, mode: SandboxMode): Promise<void> {
-  const sandbox = await openSandbox(mode);
+async function announceSandbox(io: Io, opening: Promise<Sandbox>): Promise<void> {
+  const sandbox = await opening;
   if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+}
+
+/** Probing the sandbox starts a process: it runs while the policy is read, and is awaited after it. */
+function probeSandbox(mode: SandboxMode): Promise<Sandbox> {
+  const opening = openSandbox(mode);
+  opening.catch(() => undefined);
+  return opening;
 }
 
 const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
@@ -145,8 +152,9 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       const options = parseOptions(gateOptionsSchema, raw);
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) reportFormatFor(options.report);
+      const sandbox = probeSandbox(options.sandbox);
       const policy = await resolvePolicy(options.policy);
-      await announceSandbox(io, options.sandbox);
+      await announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
         const result = await gate({
@@ -227,8 +235,9 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema, raw);
       if (options.report !== undefined) checkPackReport(options.report, options.out);
+      const sandbox = probeSandbox(options.sandbox);
       const policy = await resolvePolicy(options.policy);
-      await announceSandbox(io, options.sandbox);
+      await announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { auditRecordSchema } from '../audit/record.js';
 import { ANSWER_FORMATS, SEVERITIES } from '../types.js';
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { describeIssues } from '../audit/policy.js';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
