@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
-import { z } from 'zod';
+import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';

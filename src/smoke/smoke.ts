@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
-import { z } from 'zod';
+import * as z from 'zod';
 import { renderInFormat } from '../audit/answer-values.js';
 import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { DATA_FILE_NAME, VERIFIER_FILE_NAME, moduleName } from '../pack/environment-spec.js';
