@@ -33,7 +33,12 @@ export interface AuditState {
   honestProbes: GateProbe[];
   broken: BrokenGold[];
   candidateCount: number;
-  /** Milliseconds per phase. */
+  /**
+   * Milliseconds per phase: start (Python and the verifier's import) and plan
+   * overlap; calibrate, attack, invariance and recheck are the verifier calls
+   * of each step; judge is the Node work between them (building candidates,
+   * screening, settling, tallying); score is the decision.
+   */
   phases: Record<string, number>;
 }
 
@@ -119,6 +124,7 @@ export async function attackChunk(
   }
   state.candidateCount += candidates.length;
   evaluator.expectedTotal = Math.round((state.candidateCount / (settings.rowsBefore + chunk.length)) * settings.totalRows);
+  started = timed(state, 'judge', started, performance.now());
   await reserve(evaluator.expectedTotal);
   // Attacks and honest variants go out together: one round of batches, no idle worker between them.
   const combined = await evaluator.evaluate(
@@ -128,6 +134,7 @@ export async function attackChunk(
     ],
     true,
   );
+  started = timed(state, 'attack', started, performance.now());
   const attackResults = combined.slice(0, candidates.length);
   const variantResults = combined.slice(candidates.length);
   state.tally.addSideEffects(variantResults);
@@ -143,7 +150,6 @@ export async function attackChunk(
       rewarded: isRewarded({ format: variant.format }, result, levels),
     });
   });
-  started = timed(state, 'attack', started, performance.now());
 
   // The invariance test: every rewarded candidate again, under alternate golds.
   const screens = screen({ candidates, results: attackResults, levels: (row) => levelsByRow.get(row) });
@@ -161,9 +167,11 @@ export async function attackChunk(
     });
     pending.push({ index, answers });
   });
+  started = timed(state, 'judge', started, performance.now());
   const alternateResults = await evaluator.evaluate(
     pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(planByRow.get(candidates[index]!.row)!, candidates[index]!.completion, answer))),
   );
+  started = timed(state, 'invariance', started, performance.now());
   state.tally.addSideEffects(alternateResults);
   const settled = new Map<number, Verdict>();
   // A call that failed under an alternate gold is the one an error report should show.
@@ -180,5 +188,5 @@ export async function attackChunk(
   }
   const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' ? settled.get(index)! : verdict));
   state.tally.addJudged(candidates, verdicts, shown);
-  timed(state, 'invariance', started, undefined);
+  timed(state, 'judge', started, undefined);
 }

@@ -117,7 +117,11 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
   };
-  const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
+  let startMs = 0;
+  const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) }).then((opened) => {
+    startMs = performance.now() - started;
+    return opened;
+  });
   // Until it is awaited, a failure to open is held here instead of being unhandled.
   poolOpening.catch(() => undefined);
   // The worker that scores the re-check sample having seen no call starts
@@ -138,8 +142,10 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   };
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
   let plan: AuditPlan;
+  let planMs = 0;
   try {
     [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
+    planMs = performance.now() - started;
   } catch (error) {
     void poolOpening.then((opened) => opened.close(), () => undefined);
     throw error;
@@ -165,7 +171,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       honestProbes: [],
       broken: [],
       candidateCount: 0,
-      phases: { plan: performance.now() - started },
+      // Python starts (start) while the inputs are read and planned (plan): the two overlap.
+      phases: { start: startMs, plan: planMs },
     };
     let rowsAudited = 0;
     for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
@@ -183,7 +190,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
+    const rechecking = performance.now();
     const recheck = state.tally.timedOut ? null : await evaluator.recheck(openFresh());
+    state.phases.recheck = performance.now() - rechecking;
     // Shutting the workers down overlaps with scoring and the record.
     const closing = Promise.all([pool.close(), closeFresh()]);
 

@@ -7,7 +7,7 @@ import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render
 import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { resolvePython } from '../runtime/resolve-python.js';
+import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
 import { smokeCommand } from './smoke-command.js';
 import { auditCommand } from './audit-command.js';
@@ -48,6 +48,20 @@ function probeSandbox(mode: SandboxMode): Promise<Sandbox> {
   const opening = openSandbox(mode);
   opening.catch(() => undefined);
   return opening;
+}
+
+/**
+ * Asking the interpreter for its version and paths starts a process the
+ * worker's launch waits for; started here, it runs alongside the sandbox
+ * probe and the policy (probePython remembers the answer). A bad interpreter
+ * is reported later, by the command itself.
+ */
+function probePythonEarly(python: string | undefined): void {
+  try {
+    probePython(resolvePython(python)).catch(() => undefined);
+  } catch {
+    // reported by the command
+  }
 }
 
 const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
@@ -153,6 +167,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) reportFormatFor(options.report);
       const sandbox = probeSandbox(options.sandbox);
+      probePythonEarly(options.python);
       const policy = await resolvePolicy(options.policy);
       await announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
@@ -236,6 +251,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       const options = parseOptions(packOptionsSchema, raw);
       if (options.report !== undefined) checkPackReport(options.report, options.out);
       const sandbox = probeSandbox(options.sandbox);
+      probePythonEarly(options.python);
       const policy = await resolvePolicy(options.policy);
       await announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'gating');
