@@ -720,4 +720,15 @@ def reward(completion, answer, **kwargs):
       await pool.close();
     }
   });
+
+  it('starts a second worker during an evaluation once its calls are timed, without stopping the first', async () => {
+    const pool = await WorkerPool.open({ ...options(await verifierFile(SLOW)), workers: 2 });
+    try {
+      const results = await pool.evaluate(Array.from({ length: 200 }, (_, index) => req(String(index))));
+      expect(results.filter((result) => result.status === 'ok')).toHaveLength(200);
+      expect(pool.size).toBe(2);
+    } finally {
+      await pool.close();
+    }
+  });
 });

@@ -104,7 +104,7 @@ export async function attackChunk(
   evaluator: Evaluator,
   state: AuditState,
   settings: AttackSettings,
-  reserve: (expected: number) => Promise<void>,
+  reserve: (expected: number) => void,
 ): Promise<void> {
   let started = performance.now();
   const planByRow = new Map(chunk.map((plan) => [plan.row.index, plan]));
@@ -125,7 +125,7 @@ export async function attackChunk(
   state.candidateCount += candidates.length;
   evaluator.expectedTotal = Math.round((state.candidateCount / (settings.rowsBefore + chunk.length)) * settings.totalRows);
   started = timed(state, 'judge', started, performance.now());
-  await reserve(evaluator.expectedTotal);
+  reserve(evaluator.expectedTotal);
   // Attacks and honest variants go out together: one round of batches, no idle worker between them.
   const combined = await evaluator.evaluate(
     [

@@ -84,6 +84,9 @@ export interface GateResult {
   goldCheck: GoldCheckResult | null;
 }
 
+/** Calls one row costs, roughly, when the verifier accepts a few formats: only sizes the worker pool early. */
+const ROW_CALLS_GUESS = 500;
+
 /** Rows calibrated, attacked and judged together; bounds what is held in memory at once. */
 const ROWS_PER_CHUNK = 16;
 
@@ -175,6 +178,10 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       phases: { start: startMs, plan: planMs },
     };
     let rowsAudited = 0;
+    // A first guess at the audit's size (a row in every format costs about
+    // ROW_CALLS_GUESS calls), so the calibration's timed calls can already start
+    // the workers the audit needs; the attack corrects it per chunk.
+    pool.reserve(plan.plans.length * ROW_CALLS_GUESS);
     for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
       const chunk = plan.plans.slice(start, start + ROWS_PER_CHUNK);
       if (start + ROWS_PER_CHUNK >= plan.plans.length) void openFresh();

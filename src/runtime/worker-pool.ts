@@ -48,6 +48,14 @@ export class WorkerPool {
   private readonly sessions: VerifierSession[];
   private closed = false;
   private meanCallMs: number | undefined;
+  /** Workers being started; they join the evaluation under way once ready. */
+  private readonly openings: Promise<void>[] = [];
+  private pendingOpens = 0;
+  /** Requests evaluated so far, and the total the caller expects (see reserve). */
+  private evaluated = 0;
+  private expectedTotal = 0;
+  private openFailure: unknown = null;
+  private readonly joiners = new Set<(session: VerifierSession) => void>();
 
   private constructor(
     private readonly options: PoolOptions,
@@ -75,26 +83,44 @@ export class WorkerPool {
   /**
    * Start enough workers for the work ahead. Callers that know the audit's
    * total size say so once, so that even small batches use every worker.
+   * New workers start in the background: the running ones keep working, and
+   * each new one joins the evaluation under way as soon as it is ready.
    */
-  async reserve(expectedRequests: number): Promise<void> {
+  reserve(expectedRequests: number): void {
+    this.expectedTotal = this.evaluated + expectedRequests;
+    this.grow(expectedRequests);
+  }
+
+  private grow(aheadInThisEvaluation: number): void {
+    if (this.closed) return;
+    // What the caller said is still to come counts too, so the first calls
+    // of an audit, once timed, can already start the workers it will need.
+    const expectedRequests = Math.max(aheadInThisEvaluation, this.expectedTotal - this.evaluated);
     const byCount = Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
     const byTime =
       this.meanCallMs === undefined ? 0 : Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * Math.max(this.startMs, 1)));
     const wanted = Math.min(this.options.workers, Math.max(1, byCount, byTime));
-    if (wanted <= this.sessions.length) return;
-    const opened = await Promise.allSettled(
-      Array.from({ length: wanted - this.sessions.length }, () => openVerifierSession(this.options)),
-    );
-    for (const outcome of opened) {
-      if (outcome.status === 'fulfilled') this.sessions.push(outcome.value);
+    for (let count = this.sessions.length + this.pendingOpens; count < wanted; count += 1) {
+      this.pendingOpens += 1;
+      const opening = openVerifierSession(this.options).then(
+        (session) => {
+          this.pendingOpens -= 1;
+          if (this.closed) return session.close();
+          this.sessions.push(session);
+          for (const join of this.joiners) join(session);
+        },
+        (error: unknown) => {
+          this.pendingOpens -= 1;
+          this.openFailure ??= error;
+        },
+      );
+      this.openings.push(opening);
     }
-    const failure = opened.find((outcome) => outcome.status === 'rejected');
-    if (failure && failure.status === 'rejected') throw failure.reason;
   }
 
   async evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
     if (this.closed) throw new Error('worker pool is closed');
-    await this.reserve(requests.length);
+    this.grow(requests.length);
     // Batches sized to take about BATCH_TARGET_MS each: large enough that the
     // round trip per batch is noise for a fast verifier, small enough that no
     // worker sits idle long while another finishes the last batch of a slow one.
@@ -113,6 +139,9 @@ export class WorkerPool {
         next = Math.min(requests.length, next + batchSize);
         const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false });
         this.observe(batch);
+        this.evaluated += batch.length;
+        // Timed calls tell whether the rest is worth another worker.
+        this.grow(requests.length - next);
         batch.forEach((result, offset) => {
           results[start + offset] = result;
         });
@@ -121,7 +150,26 @@ export class WorkerPool {
         options.onProgress?.(done, requests.length);
       }
     };
-    await Promise.all(this.sessions.map(work));
+    const loops: Promise<void>[] = [];
+    const join = (session: VerifierSession): void => {
+      if (next >= requests.length || stopped) return;
+      const loop = work(session);
+      loop.catch(() => undefined);
+      loops.push(loop);
+    };
+    this.joiners.add(join);
+    try {
+      for (const session of this.sessions) join(session);
+      // Workers that join while others run add loops to wait for.
+      for (let waited = 0; waited < loops.length; ) {
+        const current = loops.slice(waited);
+        waited = loops.length;
+        await Promise.all(current);
+      }
+    } finally {
+      this.joiners.delete(join);
+    }
+    if (this.openFailure !== null) throw this.openFailure;
     for (let index = 0; index < results.length; index++) results[index] ??= skippedResult();
     return results;
   }
@@ -157,6 +205,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A worker still starting is closed as soon as it is up.
+    await Promise.allSettled(this.openings);
     await Promise.allSettled(this.sessions.map((session) => session.close()));
   }
 }
