@@ -8,6 +8,7 @@ which imports and calls the verifier, and passes lines between the two.
 After an init object, every eval request is a list [id, completion, answer,
 prompt, info] and every reply a list [id, status, reward, type, non-finite,
 error, side effects, ms]; objects on the reply pipe are the supervisor's.
+Replies leave the worker in blocks (see _Outbox).
 
 Everything up to the version check must stay parseable by old Python 3
 releases (no f-strings, no async syntax, no walrus), so that an old
@@ -43,12 +44,14 @@ import importlib
 import importlib.util
 import inspect
 import json
+import mmap
 import posix
 import re
 import resource
 import shutil
 import signal
 import stat
+import struct
 import time
 import traceback
 
@@ -225,6 +228,8 @@ S.popen_pending = False
 S.supervisor_pid = None
 S.calls_since_sweep = 0
 STRAY_SWEEP_CALLS = 32
+# Replies not yet sent (see _Outbox); set in the worker.
+S.outbox = None
 
 
 # ---------------------------------------------------------------- utilities
@@ -288,6 +293,76 @@ def _send(data):
     except OSError:
         # Nobody is listening any more; there is nothing useful left to do.
         _abandon()
+
+
+# Replies wait in memory shared with the supervisor and leave in blocks: one
+# pipe write per block instead of one per call, which is most of what a fast
+# verifier's call costs the worker and the supervisor. A block leaves when
+# the worker has answered every request it holds, when it reaches
+# REPLY_BLOCK_BYTES, or when its first reply is REPLY_BLOCK_SECONDS old, so
+# gatekept's per-call deadline still sees replies flow. When the worker dies
+# the supervisor reads the complete replies not yet sent from the shared
+# memory and passes them on, so a crash is still pinned on the call that
+# caused it. The region starts with two counters the worker writes: the
+# bytes of complete replies held, and how many replies were sent before them.
+REPLY_REGION_BYTES = 1 << 20
+REPLY_BLOCK_BYTES = 1 << 16
+REPLY_BLOCK_SECONDS = 0.02
+_REGION_HEADER = 16
+_pack_into = struct.pack_into
+_unpack_from = struct.unpack_from
+
+
+class _Outbox(object):
+    def __init__(self, region):
+        self.region = region
+        self.room = len(region) - _REGION_HEADER
+        self.used = 0
+        self.held = 0
+        self.sent = 0
+        self.since = 0.0
+
+    def put(self, reply):
+        if _in_child():
+            _real_exit(0)
+        size = len(reply)
+        if self.used + size > self.room:
+            self.flush()
+            if size > self.room:
+                _send(reply)
+                self.sent += 1
+                _pack_into("<QQ", self.region, 0, 0, self.sent)
+                return
+        if self.used == 0:
+            self.since = _perf_counter()
+        start = _REGION_HEADER + self.used
+        self.region[start : start + size] = reply
+        self.used += size
+        self.held += 1
+        _pack_into("<Q", self.region, 0, self.used)
+        if self.used >= REPLY_BLOCK_BYTES or _perf_counter() - self.since >= REPLY_BLOCK_SECONDS:
+            self.flush()
+
+    def flush(self):
+        if self.used == 0:
+            return
+        _send(self.region[_REGION_HEADER : _REGION_HEADER + self.used])
+        self.sent += self.held
+        self.used = 0
+        self.held = 0
+        _pack_into("<QQ", self.region, 0, 0, self.sent)
+
+
+def _unsent_replies(region, passed):
+    """Complete replies the worker held when it died that the supervisor has
+    not passed on (it passed `passed` of them); b"" when the counters make no
+    sense, as when the verifier wrote over them."""
+    used, sent = _unpack_from("<QQ", region, 0)
+    if used > len(region) - _REGION_HEADER or sent > passed:
+        return b""
+    data = region[_REGION_HEADER : _REGION_HEADER + used]
+    lines = data[: data.rfind(b"\n") + 1].split(b"\n")[:-1]
+    return b"".join(line + b"\n" for line in lines[passed - sent :])
 
 
 def _error_info(kind, exc, message=None):
@@ -1314,6 +1389,8 @@ def _first_request(line):
 
 
 def _shutdown():
+    if S.outbox is not None:
+        S.outbox.flush()
     _STDOUT.flush()
     _STDERR.flush()
     # Skip interpreter teardown: threads or atexit handlers left by the
@@ -1334,17 +1411,19 @@ def _abandon():
     _real_exit(0)
 
 
-def _serve(first_line):
+def _serve(first_line, region):
     """The worker: imports the verifier and answers one request at a time."""
     try:
         reply = _first_request(first_line)
     except BaseException as exc:
         reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
     _send(reply)
+    outbox = S.outbox = _Outbox(region)
     buffer = b""
     while True:
         cut = buffer.rfind(b"\n")
         if cut < 0:
+            outbox.flush()
             # Idle until more requests arrive: the last call's timers must not
             # keep firing while the worker waits.
             if S.timer_live:
@@ -1368,10 +1447,10 @@ def _serve(first_line):
                 reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
             if reply is None:
                 _shutdown()
-            # Each reply goes out before the next call starts: if that call
-            # kills the process, every earlier result has been delivered and
-            # the crash is pinned on the right request.
-            _send(reply)
+            # Each reply is complete in the shared memory before the next call
+            # starts: if that call kills the process, the supervisor passes on
+            # every earlier result and the crash is pinned on the right request.
+            outbox.put(reply)
 
 
 # ------------------------------------------------------- trusted supervisor
@@ -1402,6 +1481,15 @@ def _prctl(option, value):
         return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except Exception:
         return False
+
+
+def _grow_pipe(fd):
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass
 
 
 def _read_first_line():
@@ -1451,8 +1539,11 @@ def _is_zombie(pid):
 
 
 class _Supervisor(object):
-    def __init__(self, worker, to_worker, from_worker, isolated):
+    def __init__(self, worker, to_worker, from_worker, isolated, region):
         self.worker = worker
+        self.region = region
+        # Eval replies passed on to gatekept (the ready message not counted).
+        self.passed = 0
         self.to_worker = to_worker
         self.from_worker = from_worker
         self.isolated = isolated
@@ -1515,6 +1606,7 @@ class _Supervisor(object):
             _pid, status = _waitpid(self.worker, 0)
         except OSError:
             status = 0
+        self.pass_unsent()
         self.clear_out()
         if os.WIFSIGNALED(status):
             number = os.WTERMSIG(status)
@@ -1527,6 +1619,17 @@ class _Supervisor(object):
                 pass
             _real_exit(128 + number)
         _real_exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+    def pass_unsent(self):
+        """The worker is dead: pass on the complete replies it still held,
+        after everything it wrote to the pipe (see _Outbox)."""
+        if self.first_reply:
+            return
+        unsent = _unsent_replies(self.region, self.passed)
+        if unsent:
+            # A reply cut short in the pipe is among them, whole.
+            self.tail = b""
+            self.take(unsent)
 
     def take(self, chunk):
         """Pass complete reply lines on, checking that none is the supervisor's kind."""
@@ -1548,7 +1651,9 @@ class _Supervisor(object):
             _send_supervised(_encode_reply({"op": "error", "message": message}))
             self.clear_out()
             _real_exit(3)
-        self.outstanding -= block.count(b"\n")
+        lines = block.count(b"\n")
+        self.outstanding -= lines
+        self.passed += lines
         if self.outstanding <= 0 and not self.outbox and self.sweep():
             # The worker has answered everything and waits, so nothing of the
             # verifier's may run. Said before the replies it goes with, so
@@ -1643,6 +1748,10 @@ def main():
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     to_worker_r, to_worker_w = os.pipe()
     from_worker_r, from_worker_w = os.pipe()
+    # Larger pipes: fewer wake-ups of the three processes per block of calls.
+    for fd in (REQUEST_FD, REPLY_FD, to_worker_w, from_worker_w):
+        _grow_pipe(fd)
+    region = mmap.mmap(-1, REPLY_REGION_BYTES)
     supervisor = _getpid()
     worker = os.fork()
     if worker == 0:
@@ -1655,12 +1764,12 @@ def main():
             _real_exit(0)
         S.supervisor_pid = supervisor
         S.main_pid = _getpid()
-        _serve(first_line)
+        _serve(first_line, region)
         _real_exit(0)
     os.close(to_worker_r)
     os.close(from_worker_w)
     _prctl(_PR_SET_DUMPABLE, 0)
-    supervisor = _Supervisor(worker, to_worker_w, from_worker_r, isolated)
+    supervisor = _Supervisor(worker, to_worker_w, from_worker_r, isolated, region)
     supervisor.outstanding += buffered.count(b"\n")
     supervisor.run(buffered)
 

@@ -4,8 +4,10 @@ import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import seedrandom from 'seedrandom';
 import { GatekeptError } from '../src/errors.js';
 import {
+  commonLength,
   LongTextCodec,
   openVerifierSession,
   parseVerifierSpec,
@@ -419,6 +421,22 @@ describe('long completions', () => {
     expect(results.map((result) => result.reward)).toEqual([...texts, ...texts].map(digest));
   });
 
+  it('finds the shared start and end of two texts as a character loop would', () => {
+    const loop = (a: string, b: string, limit: number, fromEnd: boolean): number => {
+      let same = 0;
+      while (same < limit && (fromEnd ? a[a.length - 1 - same] === b[b.length - 1 - same] : a[same] === b[same])) same += 1;
+      return same;
+    };
+    const rng = seedrandom('common-length');
+    for (let trial = 0; trial < 500; trial += 1) {
+      const base = 'ab'.repeat(Math.floor(rng() * 400));
+      const cut = Math.floor(rng() * (base.length + 1));
+      const other = base.slice(0, cut) + (rng() < 0.5 ? 'x' : '') + base.slice(Math.floor(rng() * (base.length + 1)));
+      const limit = Math.min(base.length, other.length);
+      for (const fromEnd of [false, true]) expect(commonLength(base, other, limit, fromEnd)).toBe(loop(base, other, limit, fromEnd));
+    }
+  });
+
   it('decode mirrors encode', () => {
     const encoder = new LongTextCodec();
     const decoder = new LongTextCodec();
@@ -481,6 +499,21 @@ describe('hangs and crashes', () => {
       // Host pids: inside the sandbox's PID namespace every worker is pid 2.
       { callTimeoutMs: 300, sandbox: 'none' },
     );
+  }, 20_000);
+
+  it('pins a crash on its call when the replies before it were still held in a block', async () => {
+    // Fast calls leave in blocks; the ones answered before the crash must
+    // still arrive, and the crash must land on the call that caused it.
+    for (const sandbox of ['none', 'auto'] as const) {
+      await withSession(MISCHIEF, async (session) => {
+        const requests = Array.from({ length: 600 }, (_, index) => req(index === 437 ? 'abort' : index === 599 ? '42' : `x${index}`));
+        const results = await session.evaluate(requests);
+        expect(results.slice(0, 437).every((result) => result.status === 'ok' && result.reward === 0)).toBe(true);
+        expect(results[437]).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGABRT' } });
+        expect(results.slice(438).every((result) => result.status === 'ok')).toBe(true);
+        expect(results[599]!.reward).toBe(1);
+      }, { sandbox });
+    }
   }, 20_000);
 
   it('turns exits into results and restarts after real crashes', async () => {
