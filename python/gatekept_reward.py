@@ -169,13 +169,22 @@ def normalise(value: Any) -> "tuple[float | None, str, str | None]":
     return None, name, None
 
 
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
 def to_reward(value: Any) -> float:
     """float(value), as verifiers records a reward (NaN and infinities included);
-    an error naming the type for a value that is not a number."""
+    an error naming the type for a value that is not a number.
+
+    float() is taken once, in normalise, exactly as the gate takes it: a
+    value whose __float__ answers differently on a second call must not
+    score one way in the audit and another in the package."""
     reward, name, nonfinite = normalise(value)
-    if reward is None and nonfinite is None:
+    if reward is not None:
+        return reward
+    if nonfinite is None:
         raise TypeError("the verifier returned %s, not a number" % name)
-    return float(value)
+    return _NON_FINITE[nonfinite]
 
 
 def _prepare(fn: Callable[..., Any], completion_format: str, row: "Mapping[str, Any]") -> Any:

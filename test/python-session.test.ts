@@ -5,7 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import seedrandom from 'seedrandom';
+import { execa } from 'execa';
 import { GatekeptError } from '../src/errors.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
 import {
   commonLength,
   LongTextCodec,
@@ -356,6 +358,33 @@ def reward(completion, answer):
         complex: ['ok', null, 'complex', null],
       });
     });
+  });
+
+  it('takes float() of a reward once, in the gate and in what packages ship alike', async () => {
+    // A value whose __float__ is honest only the first time it is asked.
+    const source = `
+class TwoFaced:
+    def __init__(self, value):
+        self.value, self.asked = value, 0
+    def __float__(self):
+        self.asked += 1
+        return self.value if self.asked == 1 else 1.0
+
+def reward(completion, answer):
+    return TwoFaced(1.0 if completion[-1]["content"] == answer else 0.0)
+`;
+    const file = await verifierFile(source);
+    const gate = await withSession(source, (session) => session.evaluate([req('42'), req('1421')]));
+    expect(gate.map((result) => result.reward)).toEqual([1, 0]);
+    const script = [
+      'import importlib.util, sys',
+      'sys.path.insert(0, sys.argv[1])',
+      'import gatekept_reward',
+      'spec = importlib.util.spec_from_file_location("v", sys.argv[2]); v = importlib.util.module_from_spec(spec); spec.loader.exec_module(v)',
+      'print([gatekept_reward.score(v.reward, "messages", text=t, answer="42", question=None, info=None) for t in ("42", "1421")])',
+    ].join('\n');
+    const { stdout } = await execa(PYTHON, ['-c', script, path.join(PACKAGE_ROOT, 'python'), file]);
+    expect(stdout.trim()).toBe('[1.0, 0.0]');
   });
 
   it('reports exceptions with their type and a capped message, and survives lone surrogates', async () => {
