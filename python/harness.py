@@ -1646,12 +1646,13 @@ class _Supervisor(object):
             block = block[end:]
         if not block:
             return
-        if block[:1] != b"[" or b"\n{" in block:
+        lines = block.count(b"\n")
+        # Every line of the worker's must open a list: no object, whatever precedes it.
+        if block[:1] != b"[" or block.count(b"\n[") != lines - 1:
             message = "the verifier's process wrote a reply only the supervisor may write"
             _send_supervised(_encode_reply({"op": "error", "message": message}))
             self.clear_out()
             _real_exit(3)
-        lines = block.count(b"\n")
         self.outstanding -= lines
         self.passed += lines
         if self.outstanding <= 0 and not self.outbox and self.sweep():

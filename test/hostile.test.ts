@@ -133,8 +133,15 @@ describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
     await expectContained(run);
   });
 
-  it('forgery: a supervisor message written by the verifier stops the audit', async () => {
-    const run = await gate('forgery');
+  it('buried_write: a home too large to check rejects rather than hides a write', async () => {
+    const run = await gate('buried_write', ['--json']);
+    expect(run.exitCode).toBe(1);
+    expect(run.stdout).toMatch(/too many for gatekept to check/);
+    await expectContained(run);
+  });
+
+  it.each(['forgery', 'forgery_spaced'])('%s: a supervisor message written by the verifier stops the audit', async (name) => {
+    const run = await gate(name);
     expect(run.exitCode).toBe(3);
     expect(run.stderr).toMatch(/broke gatekept's reply protocol/);
     expect(run.stdout).not.toMatch(/PASS/);

@@ -246,6 +246,9 @@ function readReply(line: string): WorkerReply {
     }
     return { op: 'result', ...readResult(value, line) };
   }
+  // The supervisor writes its objects compactly, from their first byte; a
+  // line that only parses as one (after white space, say) is not its own.
+  if (!line.startsWith('{"op":')) throw protocolError('unknown message', line);
   const message = value as { op?: unknown; message?: unknown } | null;
   if (message?.op === 'strays') return { op: 'strays' };
   if (message?.op === 'error' && isText(message.message)) return { op: 'tampered', message: message.message };
@@ -846,7 +849,10 @@ class PythonSession implements VerifierSession {
     const added = paths.filter((entry) => !this.homeBaseline.has(entry));
     // A new directory is removed with everything in it, and reported once.
     const planted = added.filter((entry) => !added.some((other) => entry.startsWith(`${other}/`))).sort();
-    if (planted.length === 0) return;
+    // A home too large to list could hide a new file behind the limit: that
+    // is reported as one, so a verifier cannot bury its writes.
+    const unchecked = paths.length >= HOME_ENTRIES_CHECKED;
+    if (planted.length === 0 && !unchecked) return;
     await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true })));
     let index = results.length - 1;
     while (index > 0 && results[index]!.status === 'skipped') index -= 1;
@@ -854,7 +860,11 @@ class PythonSession implements VerifierSession {
     if (!last) return;
     results[index] = {
       ...last,
-      sideEffects: [...last.sideEffects, ...planted.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` }))],
+      sideEffects: [
+        ...last.sideEffects,
+        ...planted.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` })),
+        ...(unchecked ? [{ kind: 'file_created' as const, detail: `the working directory holds ${HOME_ENTRIES_CHECKED} entries or more, too many for gatekept to check after the calls` }] : []),
+      ],
     };
   }
 
@@ -1149,7 +1159,10 @@ class PythonSession implements VerifierSession {
 }
 
 /** Paths under `root`, relative to it, depth first; symbolic links are listed, not followed. */
-async function listTree(root: string, limit = 10_000): Promise<string[]> {
+/** How many entries of a worker's home gatekept lists after each batch. */
+const HOME_ENTRIES_CHECKED = 10_000;
+
+async function listTree(root: string, limit = HOME_ENTRIES_CHECKED): Promise<string[]> {
   const found: string[] = [];
   const walk = async (relative: string): Promise<void> => {
     const entries = await readdir(path.join(root, relative), { withFileTypes: true }).catch(() => []);
