@@ -42,7 +42,7 @@ function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['n
 
 async function leftovers(): Promise<string[]> {
   const names = await readdir(os.tmpdir());
-  return names.filter((name) => name.startsWith(`gatekept-env-${process.pid}-`) || name.startsWith(`gatekept-shim-${process.pid}-`));
+  return names.filter((name) => name.startsWith(`run-${process.pid}-`) || name.startsWith(`gatekept-shim-${process.pid}-`));
 }
 
 let scratch: string;

@@ -115,7 +115,7 @@ async function untilEmitting(parent: string, child: { pid?: number | undefined; 
 async function untilGating(_parent: string, child: { pid?: number | undefined; exitCode: number | null }): Promise<void> {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline && child.exitCode === null) {
-    const mine = (await readdir(tmp)).filter((name) => name.startsWith(`gatekept-${child.pid}-`));
+    const mine = (await readdir(tmp)).filter((name) => name.startsWith(`gatekept-${child.pid}-`) || name.startsWith(`run-${child.pid}-`));
     if (mine.length >= 2 && mine.some((name) => existsSync(path.join(tmp, name, 'gatekept_verifier.py')))) return;
     await sleep(5);
   }
@@ -170,7 +170,7 @@ describe('interrupted packs', () => {
       // the gate's directories in TMPDIR) is for the next run to clear.
       if (
         signal === 'SIGKILL' &&
-        ((await stagingIn(parent)).some((name) => name.includes(`-${child.pid}-`)) || (await readdir(tmp)).some((name) => name.startsWith(`gatekept-${child.pid}-`)))
+        ((await stagingIn(parent)).some((name) => name.includes(`-${child.pid}-`)) || (await readdir(tmp)).some((name) => name.startsWith(`gatekept-${child.pid}-`) || name.startsWith(`run-${child.pid}-`)))
       ) {
         outcomes.stagingLeftBySigkill += 1;
       }
@@ -192,7 +192,7 @@ describe('interrupted packs', () => {
     await last;
     // Killed mid-gate: no staging existed yet, the gate's directories stay in TMPDIR.
     expect((await stagingIn(parent)).some((name) => name.includes(`-${last.pid}-`))).toBe(false);
-    expect((await readdir(tmp)).some((name) => name.startsWith(`gatekept-${last.pid}-`))).toBe(true);
+    expect((await readdir(tmp)).some((name) => name.startsWith(`run-${last.pid}-`))).toBe(true);
 
     // No worker survived the process that started it, however that process died.
     const leftovers = await leftoverProcesses(tmp, 5000);
@@ -205,7 +205,7 @@ describe('interrupted packs', () => {
     expect(await files(path.join(parent, 'clean'))).toEqual(complete);
     expect(await stagingIn(parent)).toEqual([]);
     // ...and the worker directories killed runs left in TMPDIR.
-    expect((await readdir(tmp)).filter((name) => name.startsWith('gatekept-'))).toEqual([]);
+    expect((await readdir(tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-'))).toEqual([]);
   }, 180_000);
 
   it.each(['SIGKILL', 'SIGINT'] as const)('%s while the packages are being written leaves nothing or everything', async (signal) => {

@@ -83,7 +83,7 @@ async function expectContained(run: GateRun, budgetSeconds: number): Promise<voi
   expect(run.stdout).not.toContain(run.canary);
   expect(run.stderr).not.toContain(run.canary);
   // The run's working directories are gone with it.
-  expect((await readdir(run.tmp)).filter((name) => name.startsWith('gatekept-'))).toEqual([]);
+  expect((await readdir(run.tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-'))).toEqual([]);
 }
 
 describe('child processes are allowed within limits, recorded, and do not outlive the call', () => {

@@ -1,12 +1,13 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { liveDirRegistry } from '../runtime/cleanup.js';
 import { PythonProcess } from '../runtime/python-process.js';
 import { probePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
+import { makeWorkDir } from '../runtime/stale-dirs.js';
 
 /**
  * Load an environment once, outside the gate, and read what the offline
@@ -71,12 +72,10 @@ export interface InspectOptions {
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
   const [runtime, sandbox] = await Promise.all([probePython(options.python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
   const isolated = sandbox.kind === 'bwrap';
-  const home = await mkdtemp(path.join(tmpdir(), `gatekept-env-${process.pid}-`));
+  const home = await makeWorkDir(liveDirRegistry());
   try {
     // Loading the environment runs its code (rewards included): in the
     // sandbox when there is one, writing only its own home and temp directory.
-    await mkdir(path.join(home, 'home'));
-    await mkdir(path.join(home, 'tmp'));
     const out = path.join(home, 'home', 'inspected.json');
     const inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home: path.join(home, 'home'), tmp: path.join(home, 'tmp') };
     const env: NodeJS.ProcessEnv = {
@@ -139,5 +138,6 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     return parsed.data;
   } finally {
     await rm(home, { recursive: true, force: true });
+    liveDirRegistry().delete(home);
   }
 }

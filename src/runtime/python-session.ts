@@ -8,7 +8,6 @@
  */
 import { statSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
@@ -20,7 +19,7 @@ import { escapeControl, escapeLine } from './escape-control.js';
 import { describeExit, LineFramer, PythonProcess, tailLines, waitFor, type ExitInfo } from './python-process.js';
 import { probePython, resolvePython } from './resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
-import { makeRegisteredDir, removeStaleDirs } from './stale-dirs.js';
+import { makeWorkDir } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
 import { verifierTraceback } from '../report/verifier-traceback.js';
 
@@ -1177,20 +1176,10 @@ async function listTree(root: string, limit = HOME_ENTRIES_CHECKED): Promise<str
   return found;
 }
 
-/** `gatekept-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
-const WORKDIR_PATTERN = /^gatekept-(\d+)-[A-Za-z0-9]{6}$/;
-let staleWorkdirsSwept = false;
-
 export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
   const normalised = normaliseOptions(options);
-  if (!staleWorkdirsSwept) {
-    staleWorkdirsSwept = true;
-    await removeStaleDirs(os.tmpdir(), WORKDIR_PATTERN);
-  }
   const [runtime, sandbox] = await Promise.all([probePython(normalised.python), openSandbox(normalised.sandbox)]);
-  const workdir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveDirRegistry());
-  await mkdir(path.join(workdir, 'home'), { mode: 0o700 });
-  await mkdir(path.join(workdir, 'tmp'), { mode: 0o700 });
+  const workdir = await makeWorkDir(liveDirRegistry());
   const readable = [
     ...runtime.paths,
     ...normalised.pythonpath,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { access, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 /**
@@ -70,4 +71,31 @@ export async function makeRegisteredDir(parent: string, prefix: string, registry
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 10) throw error;
     }
   }
+}
+
+/**
+ * Working directories of verifier processes. A sandbox's mount table shows
+ * where its home comes from, so their names say nothing of gatekept: `run-`,
+ * the creator's pid and a random suffix. Which of them are ours is told by a
+ * marker file beside the home, outside what the sandbox sees.
+ */
+const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
+const WORK_DIR_MARKER = '.gatekept-work-dir';
+let workDirsSwept = false;
+
+export async function makeWorkDir(registry: Set<string>): Promise<string> {
+  const parent = tmpdir();
+  if (!workDirsSwept) {
+    workDirsSwept = true;
+    await removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
+      // Not ours unless marked: another program's `run-<pid>-` is left alone.
+      await access(path.join(entry, WORK_DIR_MARKER));
+      await rm(entry, { recursive: true, force: true });
+    });
+  }
+  const dir = await makeRegisteredDir(parent, `run-${process.pid}-`, registry);
+  await writeFile(path.join(dir, WORK_DIR_MARKER), '', { mode: 0o600 });
+  await mkdir(path.join(dir, 'home'), { mode: 0o700 });
+  await mkdir(path.join(dir, 'tmp'), { mode: 0o700 });
+  return dir;
 }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import * as z from 'zod';
@@ -16,7 +15,7 @@ import { cleanUpNow, killAllGroups, killGroup, liveDirRegistry } from '../runtim
 import { LineFramer, PythonProcess } from '../runtime/python-process.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
-import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
+import { makeWorkDir } from '../runtime/stale-dirs.js';
 import { ANSWER_FORMATS, type AnswerFormat, type Severity } from '../types.js';
 
 /**
@@ -64,7 +63,6 @@ export interface SmokeEpisode {
 }
 
 /** `gatekept-smoke-<pid>-XXXXXX`: the pid says whether the run that made it is still alive. */
-const SMOKE_WORKDIR_PATTERN = /^gatekept-smoke-(\d+)-[A-Za-z0-9]{6}$/;
 
 /** Serialisable as is: `--json` prints it. */
 export interface SmokeReport {
@@ -810,10 +808,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
   }
 
   // Named after this process, so a later run can sweep what a killed run left.
-  await removeStaleDirs(tmpdir(), SMOKE_WORKDIR_PATTERN);
-  const workdir = await makeRegisteredDir(tmpdir(), `gatekept-smoke-${process.pid}-`, liveDirRegistry());
-  await mkdir(path.join(workdir, 'tmp'), { mode: 0o700 });
-  await mkdir(path.join(workdir, 'home'), { mode: 0o700 });
+  const workdir = await makeWorkDir(liveDirRegistry());
   const guard = guardSignals();
   const context: RunContext = {
     pkg,

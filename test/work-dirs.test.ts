@@ -1,0 +1,43 @@
+/**
+ * Working directories of verifier processes: neutral names (a sandbox's mount
+ * table shows them), swept after a killed run only when they are marked ours.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+
+let scratch: string;
+const previous = process.env.TMPDIR;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-work-dirs-test-'));
+  process.env.TMPDIR = scratch;
+});
+
+afterAll(async () => {
+  if (previous === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = previous;
+  await rm(scratch, { recursive: true, force: true });
+});
+
+it('names a working directory without gatekept, and sweeps only the marked leftovers of dead runs', async () => {
+  // A pid that no longer exists: a child that has already exited.
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+  const ours = path.join(scratch, `run-${dead}-Abc123`);
+  const theirs = path.join(scratch, `run-${dead}-Xyz789`);
+  await mkdir(path.join(ours, 'home'), { recursive: true });
+  await writeFile(path.join(ours, '.gatekept-work-dir'), '');
+  await mkdir(theirs);
+  const { makeWorkDir } = await import('../src/runtime/stale-dirs.js');
+  const registry = new Set<string>();
+  const dir = await makeWorkDir(registry);
+  expect(path.basename(dir)).toMatch(new RegExp(`^run-${process.pid}-[A-Za-z0-9]{6}$`));
+  expect(path.basename(dir)).not.toMatch(/gatekept/i);
+  expect(registry.has(dir)).toBe(true);
+  expect((await readdir(dir)).sort()).toEqual(['.gatekept-work-dir', 'home', 'tmp']);
+  expect(existsSync(ours)).toBe(false);
+  expect(existsSync(theirs)).toBe(true);
+});
