@@ -4,6 +4,7 @@ import { auditRecordSchema, withoutTiming } from '../src/audit/record.js';
 import { gate } from '../src/audit/gate.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { openSandbox } from '../src/runtime/sandbox.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const verifier = (name: string) => `examples/verifiers/${name}.py:reward`;
@@ -82,6 +83,10 @@ describe('gate on real verifiers', () => {
     expect(result.record.schema).toBe('gatekept.audit/v2');
     expect(result.record.policy).toMatchObject({ strict: false, timeouts: { call_ms: 10000 } });
     expect(result.record.tool.name).toBe('gatekept');
+    // How the verifier ran is part of what the record vouches for.
+    expect(result.record.environment.isolation).toBe((await openSandbox('auto')).kind);
+    const unguarded = await gate({ ...base, reward: verifier('strict'), answer: '7', sandbox: 'none' });
+    expect(unguarded.record.environment.isolation).toBe('none');
   });
 
   it('attacks a layout declared with --format, and rejects any() over it', async () => {

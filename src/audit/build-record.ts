@@ -39,6 +39,8 @@ export interface RecordInput {
   hackRate: HackRate;
   decision: Decision;
   info: VerifierInfo;
+  /** How the verifier ran: in the bubblewrap sandbox, or guarded by the audit hook alone. */
+  isolation: 'bwrap' | 'none';
   timing: { totalMs: number; evaluations: number };
 }
 
@@ -90,7 +92,7 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
       variants: state.variants,
       false_rejections: state.variants.filter((variant) => !variant.contested && !variant.rewarded).length,
     },
-    environment: { python: info.pythonVersion },
+    environment: { python: info.pythonVersion, isolation: input.isolation },
     tool: { name: TOOL.name, version: TOOL.version },
     statement: decision.decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
     timing: {

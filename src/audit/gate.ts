@@ -225,6 +225,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       hackRate,
       decision,
       info,
+      isolation: pool.isolation,
       timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations },
     });
     return {

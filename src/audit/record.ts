@@ -182,7 +182,8 @@ export const auditRecordSchema = z
         false_rejections: z.number().int(),
       })
       .strict(),
-    environment: z.object({ python: z.string() }).strict(),
+    // isolation: absent from records written before it was recorded.
+    environment: z.object({ python: z.string(), isolation: z.enum(['bwrap', 'none']).optional() }).strict(),
     tool: z.object({ name: z.string(), version: z.string() }).strict(),
     statement: z.string(),
     /** The only non-deterministic field. */

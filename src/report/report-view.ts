@@ -65,7 +65,7 @@ export interface ReportAudit {
     hardening: string[];
   };
   equivalent_forms?: { total: number; examples: ReportFinding[] };
-  environment?: { python?: string };
+  environment?: { python?: string; isolation?: string };
   tool: { name: string; version: string };
   statement: string;
   timing?: { total_ms?: number; phases?: Record<string, number> } & Record<string, unknown>;
@@ -225,6 +225,12 @@ export function familyRows(record: ReportAudit): FamilyRow[] {
 
 const SEVERITY_ORDER: Readonly<Record<string, number>> = { critical: 0, high: 1, medium: 2, low: 3 };
 
+/** How the record's verifier ran, as the report says it. */
+const ISOLATION_TEXT: Readonly<Record<string, string>> = {
+  bwrap: 'bubblewrap sandbox (no network, read-only filesystem, own processes)',
+  none: 'none: the audit hook only, not a boundary',
+};
+
 /** Worst findings shown per family. */
 export const WORST_PER_FAMILY = 2;
 
@@ -359,6 +365,7 @@ export function provenanceRows(record: ReportAudit): [string, string][] {
   if (record.verifier.completion_format) rows.push(['completions passed as', record.verifier.completion_format]);
   rows.push(['hack-rate interval', `${Math.round(record.hack_rate.confidence * 100)}%${record.hack_rate.method ? `, ${record.hack_rate.method}` : ''}`]);
   rows.push(['tool', `${record.tool.name} ${record.tool.version}${record.environment?.python ? `, Python ${record.environment.python}` : ''}`]);
+  if (record.environment?.isolation) rows.push(['isolation', ISOLATION_TEXT[record.environment.isolation] ?? record.environment.isolation]);
   rows.push(['record schema', record.schema]);
   return rows;
 }

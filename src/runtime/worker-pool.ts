@@ -76,6 +76,11 @@ export class WorkerPool {
     return this.sessions[0]!.info;
   }
 
+  /** How the workers are isolated (every worker of a pool alike). */
+  get isolation(): VerifierSession['isolation'] {
+    return this.sessions[0]!.isolation;
+  }
+
   get size(): number {
     return this.sessions.length;
   }
