@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { GatekeptError } from '../errors.js';
 import { registerGroup, releaseGroup, killGroup } from './cleanup.js';
 import { escapeControl } from './escape-control.js';
-import { bwrapCommand, type Sandbox, type SandboxLayout } from './sandbox.js';
+import { bwrapCommand, SECCOMP_FD, type Sandbox, type SandboxLayout } from './sandbox.js';
 
 /**
  * The one way gatekept runs a Python process of its own (the verifier
@@ -162,17 +163,32 @@ export class PythonProcess {
     const pythonArgs = ['-B', '-X', 'utf8', ...options.args];
     const launch = options.sandbox
       ? bwrapCommand(options.sandbox.sandbox, options.sandbox.layout, options.python, pythonArgs)
-      : { command: options.python, args: pythonArgs };
-    // node:child_process rather than execa: execa guesses a direction for
-    // extra fds and treats 'pipe' on fd 3 as an output, but fd 3 is our
-    // request channel into the worker.
-    const child = spawn(launch.command, launch.args, {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.protocol ? (['pipe', 'pipe'] as const) : [])],
-      detached: true,
-      windowsHide: true,
-    });
+      : { command: options.python, args: pythonArgs, seccompFile: null };
+    // bubblewrap reads its seccomp filter from fd SECCOMP_FD and closes it.
+    // Our copy is opened close-on-exec and closed as soon as the child exists
+    // (spawn returns after the exec), so no other process inherits it.
+    const seccomp = launch.seccompFile === null ? null : openSync(launch.seccompFile, 'r');
+    const stdio: ('pipe' | 'ignore' | number)[] = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'];
+    if (options.protocol) stdio.push('pipe', 'pipe');
+    if (seccomp !== null) {
+      while (stdio.length < SECCOMP_FD) stdio.push('ignore');
+      stdio.push(seccomp);
+    }
+    let child: ChildProcess;
+    try {
+      // node:child_process rather than execa: execa guesses a direction for
+      // extra fds and treats 'pipe' on fd 3 as an output, but fd 3 is our
+      // request channel into the worker.
+      child = spawn(launch.command, launch.args, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio,
+        detached: true,
+        windowsHide: true,
+      });
+    } finally {
+      if (seccomp !== null) closeSync(seccomp);
+    }
     try {
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve);

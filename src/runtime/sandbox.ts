@@ -1,17 +1,19 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, lstatSync, readdirSync, realpathSync, writeFileSync, type Stats } from 'node:fs';
+import { accessSync, constants, lstatSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { seccompProgram } from './seccomp.js';
 
 /**
  * The boundary around every Python process that imports or calls code we did
  * not write. With bubblewrap, the process runs in fresh user, PID, network,
  * IPC, UTS and mount namespaces: the filesystem is read-only apart from its
  * own working directory, homes and /run are hidden, gatekept's processes and
- * their /proc entries do not exist for it, there is no network to reach, and
- * the whole sandbox dies with the process that started it. The harness's
+ * their /proc entries do not exist for it, there is no network to reach (nor
+ * a host service's unix socket: see seccomp.ts), and the whole sandbox dies
+ * with the process that started it. The harness's
  * audit hook then only reports attempts; it is no longer the boundary.
  *
  * Without bubblewrap (mode 'none', or 'auto' where it is missing or cannot
@@ -163,11 +165,37 @@ function hiddenRoots(): string[] {
 }
 
 /**
+ * Files readable only by their owner, which the sandbox's user is when
+ * gatekept runs as root (its uid maps to the real one): password hashes,
+ * sudo rules, SSH host keys, TLS private keys. Covered with /dev/null or an
+ * empty directory where they exist.
+ */
+const OWNER_ONLY_SECRETS = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/sudoers', '/etc/sudoers.d', '/etc/ssh', '/etc/ssl/private'];
+
+function maskSecrets(): string[] {
+  const masks: string[] = [];
+  for (const entry of OWNER_ONLY_SECRETS) {
+    // The mount lands where a symlink points, so mask the real path.
+    const target = real(entry);
+    if (!target || target === '/') continue;
+    let info: Stats;
+    try {
+      info = lstatSync(target);
+    } catch {
+      continue;
+    }
+    if (info.isDirectory()) masks.push('--tmpfs', target);
+    else masks.push('--ro-bind', '/dev/null', target);
+  }
+  return masks;
+}
+
+/**
  * Our Python scripts appear inside as an ordinary application's files
  * (`/srv/app/main.py` for the harness), so the worker's command line and
  * `__file__` do not say they belong to an audit.
  */
-function neutralScripts(): { args: string[]; renamed: Map<string, string> } {
+function neutralScripts(command: readonly string[]): { args: string[]; renamed: Map<string, string> } {
   const base = ['/srv', '/mnt', '/opt'].find((dir) => {
     try {
       return lstatSync(dir).isDirectory();
@@ -177,19 +205,35 @@ function neutralScripts(): { args: string[]; renamed: Map<string, string> } {
   });
   const renamed = new Map<string, string>();
   const source = path.join(PACKAGE_ROOT, 'python');
-  if (!base) return { args: ['--ro-bind', source, source], renamed };
+  // Scripts compiled ahead (see runtime-cache.ts) sit in the user's cache,
+  // which the sandbox hides: they come in beside the sources.
+  const compiled = [...new Set(command.filter((arg) => arg.endsWith('.pyc')).map((arg) => path.dirname(arg)))];
+  if (!base) return { args: [source, ...compiled].flatMap((dir) => ['--ro-bind', dir, dir]), renamed };
   const app = path.join(base, 'app');
   const args = ['--tmpfs', base];
-  for (const name of readdirSync(source)) {
-    if (!name.endsWith('.py')) continue;
-    const target = path.join(app, name === 'harness.py' ? 'main.py' : name);
-    args.push('--ro-bind', path.join(source, name), target);
-    renamed.set(path.join(source, name), target);
-  }
+  const bind = (dir: string, name: string, suffix: string): void => {
+    const target = path.join(app, name === `harness${suffix}` ? `main${suffix}` : name);
+    args.push('--ro-bind', path.join(dir, name), target);
+    renamed.set(path.join(dir, name), target);
+  };
+  for (const name of readdirSync(source)) if (name.endsWith('.py')) bind(source, name, '.py');
+  for (const dir of compiled) for (const name of readdirSync(dir)) if (name.endsWith('.pyc')) bind(dir, name, '.pyc');
   return { args, renamed };
 }
 
-/** bubblewrap arguments that cover the dot-entries of `dir`, but those on the way to a path that must stay readable. */
+/** A home directory: a hidden root (`/root`, ours) or one of `/home`'s children (someone's, when we run as root). */
+function isHome(entry: string, hidden: readonly string[]): boolean {
+  return hidden.includes(entry) || path.dirname(entry) === real('/home');
+}
+
+/**
+ * bubblewrap arguments that cover the dot-entries of `dir`. A dot-directory
+ * that holds a path that must stay readable (a venv in ~/.cache) is covered
+ * all the same, unless that path is the directory itself: the caller binds
+ * the needed paths back afterwards, on top of the cover (a later mount hides
+ * an earlier one, so the order matters), and its other contents
+ * (~/.cache/huggingface/token) stay hidden.
+ */
 function maskDotEntries(dir: string, readable: readonly string[]): string[] {
   let names: string[];
   try {
@@ -201,7 +245,7 @@ function maskDotEntries(dir: string, readable: readonly string[]): string[] {
   for (const name of names) {
     if (!name.startsWith('.')) continue;
     const entry = path.join(dir, name);
-    if (readable.some((needed) => isUnder(needed, entry))) continue;
+    if (readable.includes(entry)) continue;
     let info: Stats;
     try {
       info = lstatSync(entry);
@@ -214,12 +258,38 @@ function maskDotEntries(dir: string, readable: readonly string[]): string[] {
   return masks;
 }
 
+/**
+ * The child's fd on which bubblewrap reads the seccomp filter: past stdin,
+ * stdout, stderr and the two protocol pipes. bubblewrap closes it once read,
+ * so the sandboxed process never holds it.
+ */
+export const SECCOMP_FD = 5;
+
+export interface BwrapLaunch {
+  command: string;
+  args: string[];
+  /** A file holding the seccomp program, to be opened and passed as fd SECCOMP_FD; null when there is no filter. */
+  seccompFile: string | null;
+}
+
+/** Write the filter into the scratch directory, whole: a concurrent launch reading the previous copy keeps its own inode. */
+function writeSeccompFile(scratch: string): string | null {
+  const program = seccompProgram();
+  if (!program) return null;
+  const file = path.join(scratch, 'seccomp.bpf');
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, program);
+  renameSync(partial, file);
+  return file;
+}
+
 /** The bubblewrap command line that runs `command args` in the layout. */
-export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): { command: string; args: string[] } {
-  if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args] };
+export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
+  if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
   const argv = baseArgs(layout.shareNet ?? false);
   const hidden = hiddenRoots();
   for (const root of hidden) argv.push('--tmpfs', root);
+  argv.push(...maskSecrets());
   argv.push('--bind', layout.tmp, SANDBOX_TMP, '--bind', layout.home, SANDBOX_HOME);
   // Put back, read-only, what the process must read (the interpreter, the
   // verifier, its imports) where a hidden directory or the private /tmp
@@ -232,16 +302,19 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
     argv.push('--ro-bind', entry, entry);
     // Run from a home directory, that whole home comes back; its dot-files
     // and dot-directories (~/.aws, ~/.ssh, ~/.netrc, ~/.config...) stay
-    // hidden, except those the interpreter itself needs (a venv in ~/.cache).
-    if (hidden.includes(entry)) argv.push(...maskDotEntries(entry, readable));
+    // hidden. What the interpreter needs inside one (a venv in ~/.cache) is
+    // a longer entry, so it is bound back after the cover, and alone.
+    if (isHome(entry, hidden)) argv.push(...maskDotEntries(entry, readable));
   }
   // The parent's command line names the host's directories (and gatekept):
-  // an ordinary init's is shown instead.
+  // an ordinary init's is shown instead, under both names the kernel gives it.
   const cmdline = path.join(layout.scratch, 'init-cmdline');
   writeFileSync(cmdline, '/sbin/init\0');
-  argv.push('--ro-bind', cmdline, '/proc/1/cmdline');
-  const scripts = neutralScripts();
+  argv.push('--ro-bind', cmdline, '/proc/1/cmdline', '--ro-bind', cmdline, '/proc/1/task/1/cmdline');
+  const scripts = neutralScripts(args);
   argv.push(...scripts.args);
+  const seccompFile = writeSeccompFile(layout.scratch);
+  if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
-  return { command: sandbox.bwrap, args: argv };
+  return { command: sandbox.bwrap, args: argv, seccompFile };
 }
