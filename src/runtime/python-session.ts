@@ -376,7 +376,7 @@ class Worker {
   static async start(options: NormalisedOptions, launch: WorkerLaunch): Promise<Worker> {
     const proc = await PythonProcess.start({
       python: options.python,
-      args: [HARNESS_PATH],
+      args: [launch.harness],
       cwd: launch.cwd,
       env: launch.env,
       protocol: true,
@@ -453,6 +453,8 @@ class Worker {
 }
 
 interface WorkerLaunch {
+  /** The harness: compiled by this interpreter when it could be (see runtime-cache.ts), else its source. */
+  harness: string;
   cwd: string;
   env: NodeJS.ProcessEnv;
   sandbox: { sandbox: Sandbox; layout: SandboxLayout } | null;
@@ -810,6 +812,7 @@ class PythonSession implements VerifierSession {
     private readonly workdir: string,
     private readonly sandbox: Sandbox,
     readable: readonly string[],
+    harness: string,
   ) {
     const home = path.join(workdir, 'home');
     const tmp = path.join(workdir, 'tmp');
@@ -817,6 +820,7 @@ class PythonSession implements VerifierSession {
     this.inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home, tmp };
     const layout: SandboxLayout = { home, tmp, scratch: workdir, readable };
     this.launchSpec = {
+      harness,
       cwd: isolated ? workdir : home,
       env: workerEnv(this.inside.home, this.inside.tmp),
       sandbox: isolated ? { sandbox, layout } : null,
@@ -1189,7 +1193,8 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
   // around it (a pyenv shim needs machinery the sandbox hides); without it,
   // the interpreter exactly as given.
   const python = sandbox.kind === 'bwrap' ? runtime.executable : normalised.python;
-  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable);
+  const harness = runtime.bytecode ? path.join(runtime.bytecode, 'harness.pyc') : HARNESS_PATH;
+  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable, harness);
   try {
     await session.start();
   } catch (error) {

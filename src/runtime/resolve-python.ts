@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
+import { PACKAGE_ROOT } from '../paths.js';
+import { bytecodeDir, COMPILED_SOURCES, readCachedRuntime, writeCachedRuntime } from './runtime-cache.js';
 
 /**
  * The interpreter is resolved once, at the library boundary, to an absolute
@@ -75,11 +77,38 @@ export interface PythonRuntime {
   version: [number, number, number];
   /** Everything the interpreter reads at start-up and import: prefixes, sys.path, the real binary. */
   paths: string[];
+  /** A directory with the workers' scripts compiled by this interpreter (see runtime-cache.ts); null when compiling failed. */
+  bytecode: string | null;
 }
 
+/**
+ * Prints what the sandbox must keep visible, then compiles the workers'
+ * scripts into argv[1] (each source named after it as NAME.pyc, written
+ * beside and renamed into place), so that no worker compiles them again.
+ */
 const PROBE_SCRIPT = [
   'import json, os, sys',
-  'print("GATEKEPT-PROBE " + json.dumps({"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p]}))',
+  'info = {"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p], "bytecode": None}',
+  'if len(sys.argv) > 2 and sys.version_info >= (3, 10):',
+  '    try:',
+  '        import importlib.util, py_compile',
+  '        target = sys.argv[1]',
+  '        os.makedirs(target, mode=0o700, exist_ok=True)',
+  '        for source in sys.argv[2:]:',
+  '            compiled = os.path.join(target, os.path.basename(source) + "c")',
+  '            try:',
+  '                with open(compiled, "rb") as handle:',
+  '                    current = handle.read(4) == importlib.util.MAGIC_NUMBER',
+  '            except OSError:',
+  '                current = False',
+  '            if not current:',
+  '                partial = "%s.%d.tmp" % (compiled, os.getpid())',
+  '                py_compile.compile(source, cfile=partial, dfile=os.path.basename(source), doraise=True)',
+  '                os.replace(partial, compiled)',
+  '        info["bytecode"] = target',
+  '    except Exception:',
+  '        pass',
+  'print("GATEKEPT-PROBE " + json.dumps(info))',
 ].join('\n');
 
 const runtimes = new Map<string, Promise<PythonRuntime>>();
@@ -93,7 +122,8 @@ export function probePython(python: string, minimumVersion: readonly [number, nu
   const key = `${python}\0${minimumVersion.join('.')}`;
   let probe = runtimes.get(key);
   if (!probe) {
-    probe = probeOnce(python, minimumVersion);
+    const cached = readCachedRuntime(python, minimumVersion);
+    probe = cached ? Promise.resolve(cached) : probeOnce(python, minimumVersion);
     runtimes.set(key, probe);
     probe.catch(() => runtimes.delete(key));
   }
@@ -106,7 +136,7 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
     execFile(
       python,
       // The flags every process of ours starts with, so an interpreter that cannot take them fails here.
-      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT],
+      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT, bytecodeDir(python), ...COMPILED_SOURCES.map((name) => path.join(PACKAGE_ROOT, 'python', name))],
       { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' }, maxBuffer: 4 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -119,9 +149,9 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           return;
         }
         const line = String(stdout).split('\n').find((entry) => entry.startsWith('GATEKEPT-PROBE '));
-        let parsed: { version: [number, number, number]; executable: string; paths: string[] } | null = null;
+        let parsed: { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown } | null = null;
         try {
-          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; executable: string; paths: string[] }) : null;
+          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown }) : null;
         } catch {
           parsed = null;
         }
@@ -155,7 +185,10 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           return;
         }
         const executable = typeof parsed.executable === 'string' && path.isAbsolute(parsed.executable) ? parsed.executable : python;
-        resolve({ python, executable, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))] });
+        const bytecode = typeof parsed.bytecode === 'string' && parsed.bytecode === bytecodeDir(python) ? parsed.bytecode : null;
+        const runtime: PythonRuntime = { python, executable, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))], bytecode };
+        writeCachedRuntime(runtime, minimumVersion);
+        resolve(runtime);
       },
     );
   });
