@@ -1,0 +1,64 @@
+/**
+ * The interpreter probe kept between runs, and the harness compiled once per
+ * interpreter: a second run starts no probe, a changed interpreter is asked
+ * again, and workers run the compiled harness.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../src/paths.js';
+
+const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+let scratch: string;
+let wrapper: string;
+let counter: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-runtime-cache-test-'));
+  counter = path.join(scratch, 'starts');
+  wrapper = path.join(scratch, 'python');
+  const real = execFileSync(PYTHON, ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+  // Counts every start of the interpreter through this path.
+  await writeFile(wrapper, `#!/bin/sh\necho x >> '${counter}'\nexec '${real}' "$@"\n`);
+  await chmod(wrapper, 0o755);
+  await writeFile(
+    path.join(scratch, 'verifier.py'),
+    'def reward(completion, answer):\n    with open("/proc/self/cmdline", "rb") as f:\n        compiled = f.read().split(b"\\0")[-2].endswith(b".pyc")\n    return 1.0 if compiled and completion[-1]["content"] == "\\\\boxed{%s}" % answer else 0.0\n',
+  );
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+async function starts(): Promise<number> {
+  return (await readFile(counter, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+}
+
+function gate(): void {
+  execFileSync(process.execPath, [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', 'none', '--json'], {
+    cwd: scratch,
+    env: { ...process.env, XDG_CACHE_HOME: path.join(scratch, 'cache') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+it('probes an interpreter once across runs, again when it changed, and runs the compiled harness', async () => {
+  // The verifier rewards the gold only when it runs under the compiled harness, so a PASS says it did.
+  gate();
+  const first = await starts();
+  const compiled = await readdir(path.join(scratch, 'cache', 'gatekept', 'bytecode'));
+  expect(compiled).toHaveLength(1);
+  expect((await readdir(path.join(scratch, 'cache', 'gatekept', 'bytecode', compiled[0]!))).sort()).toEqual(['gatekept_reward.pyc', 'harness.pyc']);
+  gate();
+  // The second run started only its workers: one probe fewer.
+  const second = (await starts()) - first;
+  expect(second).toBe(first - 1);
+  // A changed interpreter is asked again.
+  await writeFile(wrapper, `${await readFile(wrapper, 'utf8')}\n`);
+  gate();
+  expect((await starts()) - first - second).toBe(first);
+}, 60_000);
