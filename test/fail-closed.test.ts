@@ -115,8 +115,8 @@ async function untilEmitting(parent: string, child: { pid?: number | undefined; 
 async function untilGating(_parent: string, child: { pid?: number | undefined; exitCode: number | null }): Promise<void> {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline && child.exitCode === null) {
-    const mine = (await readdir(tmp)).filter((name) => name.startsWith(`gatekept-${child.pid}-`) || name.startsWith(`run-${child.pid}-`));
-    if (mine.length >= 2 && mine.some((name) => existsSync(path.join(tmp, name, 'gatekept_verifier.py')))) return;
+    const mine = (await readdir(tmp)).filter((name) => name.startsWith(`run-${child.pid}-`));
+    if (mine.length >= 2 && mine.some((name) => existsSync(path.join(tmp, name, 'code', 'gatekept_verifier.py')))) return;
     await sleep(5);
   }
   throw new Error('the pack run never started gating');
@@ -170,7 +170,7 @@ describe('interrupted packs', () => {
       // the gate's directories in TMPDIR) is for the next run to clear.
       if (
         signal === 'SIGKILL' &&
-        ((await stagingIn(parent)).some((name) => name.includes(`-${child.pid}-`)) || (await readdir(tmp)).some((name) => name.startsWith(`gatekept-${child.pid}-`) || name.startsWith(`run-${child.pid}-`)))
+        ((await stagingIn(parent)).some((name) => name.includes(`-${child.pid}-`)) || (await readdir(tmp)).some((name) => name.startsWith(`run-${child.pid}-`)))
       ) {
         outcomes.stagingLeftBySigkill += 1;
       }

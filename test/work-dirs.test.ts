@@ -23,7 +23,7 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-it('names a working directory without gatekept, and sweeps only the marked leftovers of dead runs', async () => {
+it('names a working directory without gatekept, and sweeps only the leftovers of its own dead runs', async () => {
   // A pid that no longer exists: a child that has already exited.
   const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
   const ours = path.join(scratch, `run-${dead}-Abc123`);
@@ -31,6 +31,10 @@ it('names a working directory without gatekept, and sweeps only the marked lefto
   await mkdir(path.join(ours, 'home'), { recursive: true });
   await writeFile(path.join(ours, '.gatekept-work-dir'), '');
   await mkdir(theirs);
+  await writeFile(path.join(theirs, 'notes.txt'), 'not ours');
+  // Killed before it wrote its marker: holds only what ours hold.
+  const unmarked = path.join(scratch, `run-${dead}-Unm4rk`);
+  await mkdir(path.join(unmarked, 'home'), { recursive: true });
   const { makeWorkDir } = await import('../src/runtime/stale-dirs.js');
   const registry = new Set<string>();
   const dir = await makeWorkDir(registry);
@@ -39,5 +43,6 @@ it('names a working directory without gatekept, and sweeps only the marked lefto
   expect(registry.has(dir)).toBe(true);
   expect((await readdir(dir)).sort()).toEqual(['.gatekept-work-dir', 'home', 'tmp']);
   expect(existsSync(ours)).toBe(false);
+  expect(existsSync(unmarked)).toBe(false);
   expect(existsSync(theirs)).toBe(true);
 });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withoutTiming, type AuditRecord } from '../audit/record.js';
 import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf } from './build-dataset.js';
@@ -19,7 +18,7 @@ import { adoptStagedFile, checkDestination, commitStaging, createStaging, discar
 import { liveDirRegistry } from '../runtime/cleanup.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
-import { makeRegisteredDir } from '../runtime/stale-dirs.js';
+import { makeWorkDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
 import type { AnswerFormat } from '../types.js';
 
@@ -157,10 +156,12 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   // 2. The verifier is gated from a private directory that holds nothing
   // else. The output is staged only after a PASS, once every process the
   // verifier ran in is gone, so nothing it did can reach what is emitted.
-  const workDir = await makeRegisteredDir(os.tmpdir(), `gatekept-${process.pid}-`, liveDirRegistry());
+  const workDir = await makeWorkDir(liveDirRegistry());
   let staging: string | null = null;
   try {
-    const verifierFile = path.join(workDir, VERIFIER_FILE_NAME);
+    // In a directory of its own: the sandbox shows the verifier's directory, and nothing else of the run.
+    await mkdir(path.join(workDir, 'code'), { mode: 0o700 });
+    const verifierFile = path.join(workDir, 'code', VERIFIER_FILE_NAME);
     await writeFile(verifierFile, verifier.source, { flag: 'wx' });
 
     const result = await gateNamingSeed(seed, () =>

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { access, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -81,15 +81,23 @@ export async function makeRegisteredDir(parent: string, prefix: string, registry
  */
 const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
+/** What a work directory holds at its top: a run killed before it wrote the marker leaves no more than these. */
+const WORK_DIR_ENTRIES = /^(home|tmp|code|init-cmdline|seccomp\.bpf.*)$/;
 let workDirsSwept = false;
+
+async function isOurWorkDir(entry: string): Promise<boolean> {
+  const names = await readdir(entry);
+  return names.includes(WORK_DIR_MARKER) || names.every((name) => WORK_DIR_ENTRIES.test(name));
+}
 
 export async function makeWorkDir(registry: Set<string>): Promise<string> {
   const parent = tmpdir();
   if (!workDirsSwept) {
     workDirsSwept = true;
     await removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
-      // Not ours unless marked: another program's `run-<pid>-` is left alone.
-      await access(path.join(entry, WORK_DIR_MARKER));
+      // Not ours unless marked (or holding only what ours hold): another
+      // program's `run-<pid>-` is left alone.
+      if (!(await isOurWorkDir(entry))) throw new Error('not a work directory of ours');
       await rm(entry, { recursive: true, force: true });
     });
   }
