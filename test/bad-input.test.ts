@@ -363,6 +363,12 @@ describe('--sandbox where bubblewrap cannot be found', () => {
     expect(run.exitCode).toBe(0);
   });
 
+  it('none, asked for, runs unisolated and says so too', async () => {
+    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'none']);
+    expect(run.stderr).toMatch(/warning: the verifier is NOT isolated: --sandbox none was asked for/);
+    expect(run.exitCode).toBe(0);
+  });
+
   it('bwrap refuses to run, exit 2', async () => {
     const run = await withoutBwrap(['--sandbox', 'bwrap']);
     expect(run.stderr).toMatch(/error \[SANDBOX_UNAVAILABLE\]: --sandbox bwrap was asked for, but bwrap was not found on PATH/);

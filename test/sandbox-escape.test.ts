@@ -183,7 +183,7 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
       expect(output).not.toMatch(/seccomp/);
       // Filter mode, and socket(AF_UNIX) refused with EACCES.
       expect(output).toMatch(/, '2', 13\)$/m);
-      expect((await readdir(dir)).sort()).toEqual(['home', 'init-cmdline', 'seccomp.bpf', 'tmp']);
+      expect((await readdir(dir)).sort()).toEqual(['app', 'home', 'init-cmdline', 'seccomp.bpf', 'tmp']);
     }
   });
 });

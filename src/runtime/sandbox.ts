@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, lstatSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
+import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -44,6 +44,10 @@ const SANDBOX_UID = 1000;
 
 export const NOT_ISOLATED_WARNING =
   "the verifier is NOT isolated: bubblewrap (bwrap) is not available, so it runs with your user's access to files and network, guarded only by an in-process audit hook; install bubblewrap, or pass --sandbox bwrap to require it";
+
+/** Asking for no sandbox is allowed, and said on every run all the same. */
+export const NO_SANDBOX_WARNING =
+  "the verifier is NOT isolated: --sandbox none was asked for, so it runs with your user's access to files and network, guarded only by an in-process audit hook that code aware of it can switch off; use it only for verifiers you trust";
 
 function findOnPath(name: string): string | null {
   for (const dir of (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(path.delimiter)) {
@@ -93,7 +97,7 @@ function probeBwrap(): Promise<{ bwrap: string | null; problem: string | null }>
 
 /** Choose the sandbox for a run. 'bwrap' refuses to run without it; 'auto' falls back with a warning. */
 export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> {
-  if (mode === 'none') return { kind: 'none', bwrap: null, warning: null };
+  if (mode === 'none') return { kind: 'none', bwrap: null, warning: NO_SANDBOX_WARNING };
   const { bwrap, problem } = await probeBwrap();
   if (bwrap) return { kind: 'bwrap', bwrap, warning: null };
   if (mode === 'bwrap') {
@@ -195,7 +199,7 @@ function maskSecrets(): string[] {
  * (`/srv/app/main.py` for the harness), so the worker's command line and
  * `__file__` do not say they belong to an audit.
  */
-function neutralScripts(command: readonly string[]): { args: string[]; renamed: Map<string, string> } {
+function neutralScripts(command: readonly string[], scratch: string): { args: string[]; renamed: Map<string, string> } {
   const base = ['/srv', '/mnt', '/opt'].find((dir) => {
     try {
       return lstatSync(dir).isDirectory();
@@ -211,10 +215,16 @@ function neutralScripts(command: readonly string[]): { args: string[]; renamed: 
   if (!base) return { args: [source, ...compiled].flatMap((dir) => ['--ro-bind', dir, dir]), renamed };
   const app = path.join(base, 'app');
   const args = ['--tmpfs', base];
+  // Bound from copies in the run's own directory: the sandbox's mount table
+  // names where each bind comes from, and the package's path may say gatekept.
+  const copies = path.join(scratch, 'app');
+  mkdirSync(copies, { recursive: true, mode: 0o700 });
   const bind = (dir: string, name: string, suffix: string): void => {
-    const target = path.join(app, name === `harness${suffix}` ? `main${suffix}` : name);
-    args.push('--ro-bind', path.join(dir, name), target);
-    renamed.set(path.join(dir, name), target);
+    const shown = name === `harness${suffix}` ? `main${suffix}` : name;
+    const copy = path.join(copies, shown);
+    if (!existsSync(copy)) copyFileSync(path.join(dir, name), copy);
+    args.push('--ro-bind', copy, path.join(app, shown));
+    renamed.set(path.join(dir, name), path.join(app, shown));
   };
   for (const name of readdirSync(source)) if (name.endsWith('.py')) bind(source, name, '.py');
   for (const dir of compiled) for (const name of readdirSync(dir)) if (name.endsWith('.pyc')) bind(dir, name, '.pyc');
@@ -311,7 +321,7 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   const cmdline = path.join(layout.scratch, 'init-cmdline');
   writeFileSync(cmdline, '/sbin/init\0');
   argv.push('--ro-bind', cmdline, '/proc/1/cmdline', '--ro-bind', cmdline, '/proc/1/task/1/cmdline');
-  const scripts = neutralScripts(args);
+  const scripts = neutralScripts(args, layout.scratch);
   argv.push(...scripts.args);
   const seccompFile = writeSeccompFile(layout.scratch);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));

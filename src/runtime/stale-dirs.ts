@@ -82,7 +82,7 @@ export async function makeRegisteredDir(parent: string, prefix: string, registry
 const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
 /** What a work directory holds at its top: a run killed before it wrote the marker leaves no more than these. */
-const WORK_DIR_ENTRIES = /^(home|tmp|code|init-cmdline|seccomp\.bpf.*)$/;
+const WORK_DIR_ENTRIES = /^(home|tmp|code|app|init-cmdline|seccomp\.bpf.*)$/;
 let workDirsSwept = false;
 
 async function isOurWorkDir(entry: string): Promise<boolean> {
