@@ -466,6 +466,32 @@ describe('long completions', () => {
     }
   });
 
+  it('are rebuilt exactly when batches are sent ahead, and after a crash in the batch before', async () => {
+    const digest = (text: string): number => Number.parseInt(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12), 16);
+    const source = [
+      'import hashlib, os',
+      'def reward(completion, answer):',
+      '    text = completion[-1]["content"]',
+      '    if text == "abort":',
+      '        os.abort()',
+      '    return int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)',
+    ].join('\n');
+    await withSession(source, async (session) => {
+      // Handed over together: the second and third are sent behind the first
+      // and encoded before it has run; the second dies halfway, so the third
+      // must be encoded again for the fresh worker.
+      const first = session.evaluate(texts.map((text) => req(text)));
+      const crashing = [...texts.slice(0, 150), 'abort', ...texts.slice(150)];
+      const second = session.evaluate(crashing.map((text) => req(text)));
+      const third = session.evaluate([...texts].reverse().map((text) => req(text)));
+      const [a, b, c] = await Promise.all([first, second, third]);
+      expect(a.map((result) => result.reward)).toEqual(texts.map(digest));
+      expect(b[150]).toMatchObject({ status: 'crashed' });
+      expect(b.filter((_, index) => index !== 150).map((result) => result.reward)).toEqual(texts.map(digest));
+      expect(c.map((result) => result.reward)).toEqual([...texts].reverse().map(digest));
+    });
+  });
+
   it('decode mirrors encode', () => {
     const encoder = new LongTextCodec();
     const decoder = new LongTextCodec();

@@ -70,6 +70,12 @@ export interface EvaluateOptions {
    * of the batch is skipped instead of costing one timeout or restart each.
    */
   stopOnTimeout?: boolean;
+  /**
+   * Asked before the batch starts and before a worker is restarted for it:
+   * true skips what is left (the caller stopped, say at another batch's
+   * timeout, while this one waited its turn).
+   */
+  cancelled?: () => boolean;
 }
 
 export interface EvalResult {
@@ -397,6 +403,11 @@ class Worker {
 
   get exited(): boolean {
     return this.processExit !== null;
+  }
+
+  /** Lines read by a handler that were not its own: they belong to the next one. */
+  giveBack(lines: string[]): void {
+    if (lines.length > 0) this.backlog.unshift(...lines);
   }
 
   setHandlers(handlers: WorkerHandlers | null): void {
@@ -775,22 +786,62 @@ class RequestWriter {
 
   constructor(private readonly codec: LongTextCodec) {}
 
-  line(request: EvalRequest, id: number, index: number): string {
-    try {
-      if (request.answer !== this.answer || request.prompt !== this.prompt || request.info !== this.info) {
-        this.rest = `,${JSON.stringify([request.answer, request.prompt ?? null, request.info ?? {}]).slice(1)}`;
-        this.answer = request.answer;
-        this.prompt = request.prompt;
-        this.info = request.info;
+  /**
+   * requests[start..] as lines in chunks of about WRITE_CHUNK_CHARS. Every
+   * request is checked before any completion is encoded: the codec
+   * remembers what it encodes, so a batch that cannot be sent must leave it
+   * as it was.
+   */
+  chunks(requests: readonly EvalRequest[], start: number, firstId: number): string[] {
+    const rests = new Array<string>(requests.length - start);
+    for (let index = start; index < requests.length; index += 1) {
+      const request = requests[index]!;
+      if (typeof request.completion !== 'string' || typeof request.answer !== 'string') {
+        throw new GatekeptError('INTERNAL', `request ${index} needs string completion and answer`);
       }
-      return `[${id},${JSON.stringify(this.codec.encode(request.completion))}${this.rest}\n`;
-    } catch (error) {
-      this.answer = null;
-      throw new GatekeptError('BAD_ARGUMENT', `request ${index} cannot be sent to the verifier: ${String(error)}`, {
-        cause: error,
-      });
+      rests[index - start] = this.restOf(request, index);
     }
+    const chunks: string[] = [];
+    let buffer = '';
+    for (let index = start; index < requests.length; index += 1) {
+      buffer += `[${firstId + (index - start)},${JSON.stringify(this.codec.encode(requests[index]!.completion))}${rests[index - start]}\n`;
+      if (buffer.length >= WRITE_CHUNK_CHARS) {
+        chunks.push(buffer);
+        buffer = '';
+      }
+    }
+    if (buffer) chunks.push(buffer);
+    return chunks;
   }
+
+  private restOf(request: EvalRequest, index: number): string {
+    if (request.answer !== this.answer || request.prompt !== this.prompt || request.info !== this.info) {
+      try {
+        this.rest = `,${JSON.stringify([request.answer, request.prompt ?? null, request.info ?? {}]).slice(1)}`;
+      } catch (error) {
+        this.answer = null;
+        throw new GatekeptError('BAD_ARGUMENT', `request ${index} cannot be sent to the verifier: ${String(error)}`, {
+          cause: error,
+        });
+      }
+      this.answer = request.answer;
+      this.prompt = request.prompt;
+      this.info = request.info;
+    }
+    return this.rest;
+  }
+}
+
+/**
+ * A batch serialised and sent when it was handed over, behind the batches
+ * before it on the same worker: the worker goes on to it the moment it
+ * finishes one, instead of waiting for Node to read its replies and encode
+ * the next (a round trip per batch, which a slow verifier's audit pays
+ * hundreds of times).
+ */
+interface Prepared {
+  worker: Worker;
+  firstId: number;
 }
 
 class PythonSession implements VerifierSession {
@@ -801,6 +852,9 @@ class PythonSession implements VerifierSession {
   private closed = false;
   private closing: Promise<void> | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /** Batches handed over and not finished, and the worker they were all sent ahead to (see prepare). */
+  private pendingBatches = 0;
+  private preparedFor: Worker | null = null;
   private readonly launchSpec: WorkerLaunch;
   /** What the verifier's import left in its home: its own setup, not a call's side effect. */
   private homeBaseline = new Set<string>();
@@ -856,7 +910,9 @@ class PythonSession implements VerifierSession {
     // is reported as one, so a verifier cannot bury its writes.
     const unchecked = paths.length >= HOME_ENTRIES_CHECKED;
     if (planted.length === 0 && !unchecked) return;
-    await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true })));
+    // The worker may be writing there again already (a batch sent ahead):
+    // what cannot be removed now is found and reported by the next check.
+    await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)));
     let index = results.length - 1;
     while (index > 0 && results[index]!.status === 'skipped') index -= 1;
     const last = results[index];
@@ -872,9 +928,47 @@ class PythonSession implements VerifierSession {
   }
 
   evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
-    const run = this.queue.then(() => this.evaluateAll(requests, options.stopOnTimeout ?? false));
-    this.queue = run.catch(() => undefined);
+    const prepared = this.prepare(requests);
+    this.pendingBatches += 1;
+    const run = this.queue.then(() => this.evaluateAll(requests, options.stopOnTimeout ?? false, prepared, options.cancelled));
+    this.queue = run
+      .catch(() => undefined)
+      .finally(() => {
+        this.pendingBatches -= 1;
+      });
     return run;
+  }
+
+  /**
+   * Serialise and send a batch now, while the batches before it run. Both
+   * ends of a worker's pipe number long completions in the order they are
+   * encoded and sent (see LongTextCodec), so a batch is sent ahead only
+   * while every batch waiting or running was sent ahead to the same worker:
+   * then batches are encoded in the order the worker reads them. Otherwise
+   * (a batch before it is encoded when it runs, or the worker was replaced)
+   * it is encoded and sent when it runs, as is every batch after it until
+   * the queue is empty.
+   */
+  private prepare(requests: readonly EvalRequest[]): Prepared | null {
+    const worker = this.worker;
+    if (this.pendingBatches === 0) this.preparedFor = worker;
+    if (!worker || worker.exited || this.closed || this.preparedFor !== worker || requests.length === 0) {
+      this.preparedFor = null;
+      return null;
+    }
+    const firstId = this.nextId;
+    let chunks: string[];
+    try {
+      chunks = new RequestWriter(worker.longTexts).chunks(requests, 0, firstId);
+    } catch {
+      // Reported when the batch runs; nothing was encoded.
+      this.preparedFor = null;
+      return null;
+    }
+    this.nextId += requests.length;
+    // Node's stream holds what the pipe cannot take yet: two batches at most (see WorkerPool).
+    for (const chunk of chunks) worker.write(chunk);
+    return { worker, firstId };
   }
 
   close(): Promise<void> {
@@ -895,13 +989,30 @@ class PythonSession implements VerifierSession {
     if (this.closed) throw new GatekeptError('INTERNAL', 'the verifier session is closed');
   }
 
-  private async evaluateAll(requests: readonly EvalRequest[], stopOnTimeout: boolean): Promise<EvalResult[]> {
+  private async evaluateAll(
+    requests: readonly EvalRequest[],
+    stopOnTimeout: boolean,
+    prepared: Prepared | null,
+    cancelled: (() => boolean) | undefined,
+  ): Promise<EvalResult[]> {
     this.assertOpen();
     const results = new Array<EvalResult>(requests.length);
     let start = 0;
     while (start < requests.length) {
+      if (cancelled?.()) {
+        for (let index = start; index < requests.length; index += 1) results[index] = skippedResult();
+        // Requests sent ahead are in the worker's pipe and would be answered
+        // to nobody: a fresh worker serves the next batch.
+        if (start === 0 && prepared && prepared.worker === this.worker) {
+          prepared.worker.kill();
+          await withTimeout(prepared.worker.done, KILL_WAIT_MS);
+        }
+        return results;
+      }
       const worker = await this.ensureWorker();
-      const outcome = await this.runSegment(worker, requests, start, results, stopOnTimeout);
+      // Sent ahead to this very worker: its requests are in the pipe already.
+      const sent = start === 0 && prepared?.worker === worker ? prepared : null;
+      const outcome = await this.runSegment(worker, requests, start, results, stopOnTimeout, sent);
       if (outcome.kind === 'done') break;
       if (this.closed) {
         throw new GatekeptError('HARNESS_FAILED', 'the verifier session was closed during an evaluation');
@@ -937,6 +1048,8 @@ class PythonSession implements VerifierSession {
     this.assertOpen();
     const old = this.worker;
     this.worker = null;
+    // Batches sent ahead to the old worker are encoded and sent again when they run.
+    this.preparedFor = null;
     if (old) {
       old.kill();
       await withTimeout(old.done, KILL_WAIT_MS);
@@ -1057,10 +1170,11 @@ class PythonSession implements VerifierSession {
     start: number,
     results: EvalResult[],
     stopOnTimeout: boolean,
+    sent: Prepared | null,
   ): Promise<SegmentOutcome> {
     const total = requests.length;
-    const firstId = this.nextId;
-    this.nextId += total - start;
+    const firstId = sent ? sent.firstId : this.nextId;
+    if (!sent) this.nextId += total - start;
     const deadlineMs = this.options.callTimeoutMs + CALL_GRACE_MS;
 
     return new Promise<SegmentOutcome>((resolve, reject) => {
@@ -1089,7 +1203,13 @@ class PythonSession implements VerifierSession {
       worker.setHandlers({
         lines: (lines) => {
           if (settled) return;
-          for (const line of lines) {
+          for (let at = 0; at < lines.length; at += 1) {
+            const line = lines[at]!;
+            if (next >= total) {
+              // Replies to a batch sent ahead behind this one: its own, for later.
+              worker.giveBack(lines.slice(at));
+              break;
+            }
             let reply: WorkerReply;
             try {
               reply = readReply(line);
@@ -1131,33 +1251,23 @@ class PythonSession implements VerifierSession {
         },
       });
 
-      this.writeRequests(worker, requests, start, firstId, () => settled).catch(fail);
+      if (sent) return;
+      let chunks: string[];
+      try {
+        chunks = new RequestWriter(worker.longTexts).chunks(requests, start, firstId);
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      this.writeRequests(worker, chunks, () => settled).catch(fail);
     });
   }
 
-  private async writeRequests(
-    worker: Worker,
-    requests: readonly EvalRequest[],
-    start: number,
-    firstId: number,
-    stopped: () => boolean,
-  ): Promise<void> {
-    let buffer = '';
-    const writer = new RequestWriter(worker.longTexts);
-    for (let index = start; index < requests.length; index += 1) {
-      const request = requests[index]!;
-      if (typeof request.completion !== 'string' || typeof request.answer !== 'string') {
-        throw new GatekeptError('INTERNAL', `request ${index} needs string completion and answer`);
-      }
-      buffer += writer.line(request, firstId + (index - start), index);
-      if (buffer.length >= WRITE_CHUNK_CHARS) {
-        if (stopped()) return;
-        const flowing = worker.write(buffer);
-        buffer = '';
-        if (!flowing) await worker.drain();
-      }
+  private async writeRequests(worker: Worker, chunks: readonly string[], stopped: () => boolean): Promise<void> {
+    for (const chunk of chunks) {
+      if (stopped()) return;
+      if (!worker.write(chunk)) await worker.drain();
     }
-    if (buffer && !stopped()) worker.write(buffer);
   }
 }
 

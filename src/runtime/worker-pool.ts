@@ -34,6 +34,13 @@ export interface EvaluateOptions {
 
 const BATCH_TARGET_MS = 40;
 
+/**
+ * Batches a worker holds at once: the one it runs and the next, sent ahead
+ * behind it (see PythonSession.prepare), so it never waits for Node between
+ * two batches.
+ */
+const LANES_PER_WORKER = 2;
+
 /** Below this many requests a second worker costs more (a Python start and an import) than it saves. */
 const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
 
@@ -133,7 +140,7 @@ export class WorkerPool {
     const batchSize =
       options.batchSize ??
       this.options.batchSize ??
-      Math.max(4, Math.min(512, Math.ceil(requests.length / this.sessions.length), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
+      Math.max(4, Math.min(512, Math.ceil(requests.length / (LANES_PER_WORKER * this.sessions.length)), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
     const results: EvalResult[] = new Array(requests.length);
     let next = 0;
     let done = 0;
@@ -142,7 +149,7 @@ export class WorkerPool {
       while (next < requests.length && !stopped) {
         const start = next;
         next = Math.min(requests.length, next + batchSize);
-        const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false });
+        const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false, cancelled: () => stopped });
         this.observe(batch);
         this.evaluated += batch.length;
         // Timed calls tell whether the rest is worth another worker.
@@ -157,10 +164,12 @@ export class WorkerPool {
     };
     const loops: Promise<void>[] = [];
     const join = (session: VerifierSession): void => {
-      if (next >= requests.length || stopped) return;
-      const loop = work(session);
-      loop.catch(() => undefined);
-      loops.push(loop);
+      for (let lane = 0; lane < LANES_PER_WORKER; lane += 1) {
+        if (next >= requests.length || stopped) return;
+        const loop = work(session);
+        loop.catch(() => undefined);
+        loops.push(loop);
+      }
     };
     this.joiners.add(join);
     try {
