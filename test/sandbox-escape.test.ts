@@ -43,7 +43,7 @@ beforeAll(async () => {
   if (!HAS_BWRAP) return;
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-escape-'));
   fixtures = path.join(scratch, 'fixtures');
-  await cp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'escape'), fixtures, { recursive: true });
+  await cp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'hostile'), fixtures, { recursive: true });
   policy = path.join(scratch, 'policy.toml');
   await writeFile(policy, '[timeouts]\ncall_ms = 2000\nimport_ms = 10000\ntotal_s = 300\n\n[limits]\nmemory_mb = 1024\n');
   sockets = await mkdtemp(path.join(visibleTempBase(), 'gk-escape-'));
@@ -70,7 +70,7 @@ beforeAll(async () => {
       }
     });
   });
-  await writeFile(path.join(fixtures, 'escape_config.json'), JSON.stringify({ stream, dgram }));
+  await writeFile(path.join(fixtures, 'hostile_config.json'), JSON.stringify({ stream, dgram }));
 });
 
 afterAll(async () => {
@@ -142,7 +142,7 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
     };
     for (const relative of ['.cache/huggingface/token', '.cache/gatekept/token', '.cache/gatekept/venvs/other/token', '.aws/credentials', '.netrc']) await plant(relative);
     // The verifier in the home itself, so the whole home is readable.
-    for (const name of ['home_cache.py', '_escape.py']) await cp(path.join(fixtures, name), path.join(home, name));
+    for (const name of ['home_cache.py', '_hostile.py']) await cp(path.join(fixtures, name), path.join(home, name));
     const run = await gate(path.join(home, 'home_cache.py'), { python: path.join(venv, 'bin', 'python'), env: { HOME: home } });
     expect(leaks(run)).toEqual([]);
     expect(run.stdout).toMatch(/"decision": ?"PASS"/);
