@@ -149,6 +149,21 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
     expect(run.exitCode, run.stderr).toBe(0);
   });
 
+  it.skipIf(!HAS_FILTER)('a bubblewrap or kernel that refuses the filter keeps the namespaces, and every run says what is missing', async () => {
+    const real = (await execa('sh', ['-c', 'command -v bwrap'])).stdout.trim();
+    const bin = await mkdtemp(path.join(scratch, 'nofilter-'));
+    // Refuses --seccomp as a kernel without seccomp filters would, and is bubblewrap otherwise.
+    await writeFile(
+      path.join(bin, 'bwrap'),
+      `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = "--seccomp" ] && { echo "bwrap: seccomp filters are not supported" >&2; exit 1; }; done\nexec '${real}' "$@"\n`,
+      { mode: 0o755 },
+    );
+    const run = await gate(path.join(fixtures, 'asyncio_tcp.py'), { env: { PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` } });
+    expect(run.stderr).toMatch(/warning: the sandbox runs without its seccomp filter/);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).environment.isolation).toBe('bwrap');
+  });
+
   it.skipIf(!HAS_FILTER)('every process started in the sandbox is filtered, and holds no descriptor of the filter', async () => {
     const sandbox = await openSandbox('bwrap');
     const probe = [

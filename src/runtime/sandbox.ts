@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { accessSync, closeSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -28,8 +28,10 @@ export interface Sandbox {
   readonly kind: 'bwrap' | 'none';
   /** The bubblewrap binary, for kind 'bwrap'. */
   readonly bwrap: string | null;
-  /** Set when the verifier runs unisolated although isolation was not refused outright. */
+  /** Set when the verifier runs unisolated, or isolated without the seccomp filter. */
   readonly warning: string | null;
+  /** Set where this machine has a seccomp filter (see seccomp.ts) that bubblewrap or the kernel refused: the sandbox runs without it. */
+  readonly filterRefused?: boolean;
 }
 
 /** Where the sandboxed process finds its home and temporary directory. */
@@ -63,43 +65,92 @@ function findOnPath(name: string): string | null {
   return null;
 }
 
-function run(command: string, args: readonly string[]): Promise<{ ok: boolean; stderr: string }> {
+/** Runs bubblewrap once; `filter` is a seccomp program passed on fd 3. */
+function run(command: string, args: readonly string[], filter: string | null = null): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(command, args, { timeout: 10_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, (error, _stdout, stderr) => {
-      resolve({ ok: !error, stderr: String(stderr).trim() });
+    let fd: number | null = null;
+    try {
+      fd = filter ? openSync(filter, 'r') : null;
+    } catch {
+      resolve({ ok: false, stderr: 'cannot read the seccomp filter' });
+      return;
+    }
+    const argv = fd === null ? [...args] : [...args.slice(0, args.indexOf('--')), '--seccomp', '3', ...args.slice(args.indexOf('--'))];
+    const child = spawn(command, argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'ignore', 'pipe', ...(fd === null ? [] : [fd])], timeout: 10_000 });
+    if (fd !== null) closeSync(fd);
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
     });
+    child.on('error', (error) => resolve({ ok: false, stderr: String(error) }));
+    child.on('close', (code) => resolve({ ok: code === 0, stderr: stderr.trim() }));
   });
 }
 
 /** Older kernels and bubblewraps lack --disable-userns; the sandbox holds without it, one namespace layer less. */
 let withoutDisableUserns = false;
 
-const probes = new Map<string, Promise<{ bwrap: string | null; problem: string | null }>>();
+interface BwrapProbe {
+  bwrap: string | null;
+  problem: string | null;
+  /** The filter could not be installed, though this machine has one. */
+  filterRefused: boolean;
+}
 
-/** Whether bubblewrap exists and can build the namespaces we ask for, once per process. */
-function probeBwrap(): Promise<{ bwrap: string | null; problem: string | null }> {
+const probes = new Map<string, Promise<BwrapProbe>>();
+
+/** The filter in a file of its own for the probe, or null where there is none for this machine. */
+function probeFilter(): { file: string; dir: string } | null {
+  const program = seccompProgram();
+  if (!program) return null;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatekept-probe-'));
+  const file = path.join(dir, 'filter.bpf');
+  writeFileSync(file, program);
+  return { file, dir };
+}
+
+/**
+ * Whether bubblewrap exists and can build the namespaces we ask for, with
+ * the seccomp filter installed, once per process. A kernel that refuses the
+ * filter still gets the namespaces, and every run says what is missing.
+ */
+function probeBwrap(): Promise<BwrapProbe> {
   const key = process.env.PATH ?? '';
   let probe = probes.get(key);
   if (!probe) {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
-      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH' };
-      const trial = await run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0']);
-      if (trial.ok) return { bwrap, problem: null };
-      withoutDisableUserns = true;
-      const again = await run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0']);
-      return again.ok ? { bwrap, problem: null } : { bwrap: null, problem: `bwrap cannot create namespaces here: ${trial.stderr || 'it failed'}` };
+      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false };
+      const filter = probeFilter();
+      try {
+        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0'], withFilter && filter ? filter.file : null);
+        let first = null as { ok: boolean; stderr: string } | null;
+        for (const userns of [true, false]) {
+          withoutDisableUserns = !userns;
+          if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false };
+          const plain = await trial(false);
+          first ??= plain;
+          if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null };
+        }
+        return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false };
+      } finally {
+        if (filter) rmSync(filter.dir, { recursive: true, force: true });
+      }
     })();
     probes.set(key, probe);
   }
   return probe;
 }
 
+/** Said on every run whose sandbox lacks the filter although this machine has one. */
+export const NO_FILTER_WARNING =
+  'the sandbox runs without its seccomp filter (this kernel or bubblewrap refused it): the verifier has no network, but unix sockets of host services outside the hidden directories stay reachable';
+
 /** Choose the sandbox for a run. 'bwrap' refuses to run without it; 'auto' falls back with a warning. */
 export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> {
   if (mode === 'none') return { kind: 'none', bwrap: null, warning: NO_SANDBOX_WARNING };
-  const { bwrap, problem } = await probeBwrap();
-  if (bwrap) return { kind: 'bwrap', bwrap, warning: null };
+  const { bwrap, problem, filterRefused } = await probeBwrap();
+  if (bwrap) return { kind: 'bwrap', bwrap, warning: filterRefused ? NO_FILTER_WARNING : null, filterRefused };
   if (mode === 'bwrap') {
     throw new GatekeptError('SANDBOX_UNAVAILABLE', `--sandbox bwrap was asked for, but ${problem ?? 'bubblewrap is unavailable'}`, {
       suggestion: 'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto',
@@ -323,7 +374,7 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   argv.push('--ro-bind', cmdline, '/proc/1/cmdline', '--ro-bind', cmdline, '/proc/1/task/1/cmdline');
   const scripts = neutralScripts(args, layout.scratch);
   argv.push(...scripts.args);
-  const seccompFile = writeSeccompFile(layout.scratch);
+  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
   return { command: sandbox.bwrap, args: argv, seccompFile };
