@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, closeSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
+import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
@@ -65,19 +65,16 @@ function findOnPath(name: string): string | null {
   return null;
 }
 
-/** Runs bubblewrap once; `filter` is a seccomp program passed on fd 3. */
-function run(command: string, args: readonly string[], filter: string | null = null): Promise<{ ok: boolean; stderr: string }> {
+/** Runs bubblewrap once; `filter` is a seccomp program it reads from a pipe on fd 3. */
+function run(command: string, args: readonly string[], filter: Buffer | null = null): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
-    let fd: number | null = null;
-    try {
-      fd = filter ? openSync(filter, 'r') : null;
-    } catch {
-      resolve({ ok: false, stderr: 'cannot read the seccomp filter' });
-      return;
+    const argv = filter === null ? [...args] : [...args.slice(0, args.indexOf('--')), '--seccomp', '3', ...args.slice(args.indexOf('--'))];
+    const child = spawn(command, argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'ignore', 'pipe', ...(filter === null ? [] : ['pipe' as const])], timeout: 10_000 });
+    if (filter !== null) {
+      const pipe = child.stdio[3] as NodeJS.WritableStream | null;
+      pipe?.on('error', () => undefined);
+      pipe?.end(filter);
     }
-    const argv = fd === null ? [...args] : [...args.slice(0, args.indexOf('--')), '--seccomp', '3', ...args.slice(args.indexOf('--'))];
-    const child = spawn(command, argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'ignore', 'pipe', ...(fd === null ? [] : [fd])], timeout: 10_000 });
-    if (fd !== null) closeSync(fd);
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
@@ -99,16 +96,6 @@ interface BwrapProbe {
 
 const probes = new Map<string, Promise<BwrapProbe>>();
 
-/** The filter in a file of its own for the probe, or null where there is none for this machine. */
-function probeFilter(): { file: string; dir: string } | null {
-  const program = seccompProgram();
-  if (!program) return null;
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'gatekept-probe-'));
-  const file = path.join(dir, 'filter.bpf');
-  writeFileSync(file, program);
-  return { file, dir };
-}
-
 /**
  * Whether bubblewrap exists and can build the namespaces we ask for, with
  * the seccomp filter installed, once per process. A kernel that refuses the
@@ -121,21 +108,18 @@ function probeBwrap(): Promise<BwrapProbe> {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
       if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false };
-      const filter = probeFilter();
-      try {
-        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0'], withFilter && filter ? filter.file : null);
-        let first = null as { ok: boolean; stderr: string } | null;
-        for (const userns of [true, false]) {
-          withoutDisableUserns = !userns;
-          if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false };
-          const plain = await trial(false);
-          first ??= plain;
-          if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null };
-        }
-        return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false };
-      } finally {
-        if (filter) rmSync(filter.dir, { recursive: true, force: true });
+      // Through a pipe, so a run killed while it probes leaves no file behind.
+      const filter = seccompProgram();
+      const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+      let first = null as { ok: boolean; stderr: string } | null;
+      for (const userns of [true, false]) {
+        withoutDisableUserns = !userns;
+        if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false };
+        const plain = await trial(false);
+        first ??= plain;
+        if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null };
       }
+      return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false };
     })();
     probes.set(key, probe);
   }
