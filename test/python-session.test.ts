@@ -429,14 +429,19 @@ describe('long completions', () => {
     `${pad}\\boxed{1037}`,
   ];
 
-  it('are rebuilt exactly by the worker from what the codec sends', async () => {
-    const digest = (text: string): number => Number.parseInt(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12), 16);
-    const source = [
-      'import hashlib',
+  // The verifier answers with a digest of what it received, so a completion rebuilt wrong shows.
+  const digest = (text: string): number => Number.parseInt(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12), 16);
+  const digestSource = (...extra: string[]): string =>
+    [
+      'import hashlib, os',
       'def reward(completion, answer):',
       '    text = completion[-1]["content"]',
+      ...extra,
       '    return int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)',
     ].join('\n');
+
+  it('are rebuilt exactly by the worker from what the codec sends', async () => {
+    const source = digestSource();
     const sent: string[] = [];
     const codec = new LongTextCodec();
     for (const text of texts) {
@@ -467,15 +472,7 @@ describe('long completions', () => {
   });
 
   it('are rebuilt exactly when batches are sent ahead, and after a crash in the batch before', async () => {
-    const digest = (text: string): number => Number.parseInt(createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 12), 16);
-    const source = [
-      'import hashlib, os',
-      'def reward(completion, answer):',
-      '    text = completion[-1]["content"]',
-      '    if text == "abort":',
-      '        os.abort()',
-      '    return int(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12], 16)',
-    ].join('\n');
+    const source = digestSource('    if text == "abort":', '        os.abort()');
     await withSession(source, async (session) => {
       // Handed over together: the second and third are sent behind the first
       // and encoded before it has run; the second dies halfway, so the third

@@ -211,20 +211,28 @@ function hiddenRoots(): string[] {
  */
 const OWNER_ONLY_SECRETS = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/sudoers', '/etc/sudoers.d', '/etc/ssh', '/etc/ssl/private'];
 
+/**
+ * bubblewrap arguments that hide `entry`: an empty tmpfs over a directory,
+ * /dev/null over anything else (over a regular file only, with `filesOnly`);
+ * none for what does not exist.
+ */
+function coverArgs(entry: string, filesOnly: boolean): string[] {
+  let info: Stats;
+  try {
+    info = lstatSync(entry);
+  } catch {
+    return [];
+  }
+  if (info.isDirectory()) return ['--tmpfs', entry];
+  return !filesOnly || info.isFile() ? ['--ro-bind', '/dev/null', entry] : [];
+}
+
 function maskSecrets(): string[] {
   const masks: string[] = [];
   for (const entry of OWNER_ONLY_SECRETS) {
     // The mount lands where a symlink points, so mask the real path.
     const target = real(entry);
-    if (!target || target === '/') continue;
-    let info: Stats;
-    try {
-      info = lstatSync(target);
-    } catch {
-      continue;
-    }
-    if (info.isDirectory()) masks.push('--tmpfs', target);
-    else masks.push('--ro-bind', '/dev/null', target);
+    if (target && target !== '/') masks.push(...coverArgs(target, false));
   }
   return masks;
 }
@@ -290,15 +298,7 @@ function maskDotEntries(dir: string, readable: readonly string[]): string[] {
   for (const name of names) {
     if (!name.startsWith('.')) continue;
     const entry = path.join(dir, name);
-    if (readable.includes(entry)) continue;
-    let info: Stats;
-    try {
-      info = lstatSync(entry);
-    } catch {
-      continue;
-    }
-    if (info.isDirectory()) masks.push('--tmpfs', entry);
-    else if (info.isFile()) masks.push('--ro-bind', '/dev/null', entry);
+    if (!readable.includes(entry)) masks.push(...coverArgs(entry, true));
   }
   return masks;
 }
