@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { AuditState } from './audit-chunk.js';
+import type { AuditState } from './audit-row.js';
 import type { Corpus } from './corpus.js';
 import type { Decision } from './decide.js';
 import type { AuditPlan } from './plan-audit.js';

@@ -1,6 +1,6 @@
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
+import { skippedResult, type EvalRequest, type EvalResult, type VerifierSession } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 import { evaluateShuffled, RescoreSample } from './rescore.js';
 
@@ -13,6 +13,15 @@ import { evaluateShuffled, RescoreSample } from './rescore.js';
  * repeats, which already makes the verifier unauditable.
  */
 
+export interface EvaluateCall {
+  /** Names the evaluation within the audit (`row 3 attack`); see Evaluator.evaluate. */
+  key: string;
+  /** The phase its calls count towards in the per-phase times. */
+  phase: string;
+  /** Counts towards the progress reported (the attack's calls). */
+  progress?: boolean;
+}
+
 export interface EvaluatorOptions {
   onProgress?: (done: number, total: number) => void;
   onRequests?: (requests: readonly EvalRequest[]) => void;
@@ -22,8 +31,11 @@ export class Evaluator {
   evaluations = 0;
   /** Scored calls, some of which are scored again at the end (see rescore.ts). */
   readonly rescore: RescoreSample;
-  private batches = 0;
   private readonly seed: number;
+  /** Set once a call timed out twice: the verifier is unauditable, and no further call is made. */
+  private halted = false;
+  /** Milliseconds the verifier's calls took, summed per phase (see EvaluateCall). */
+  readonly callMs: Record<string, number> = {};
   /** Progress is estimated from the chunks seen so far: rows are alike in size. */
   expectedTotal = 0;
   private progressDone = 0;
@@ -51,7 +63,18 @@ export class Evaluator {
 
   /** Score the sample again, by the warm workers and `fresh` (which this ends), under the audit's deadline. */
   recheck(fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
-    return this.beforeDeadline(this.rescore.recheck(this.pool, fresh));
+    // Its calls count like every other: they are part of what an audit costs.
+    return this.beforeDeadline(
+      this.rescore.recheck(this.pool, fresh, (requests, results) => {
+        this.options.onRequests?.(requests);
+        this.count(results);
+        for (const result of results) this.callMs.recheck = (this.callMs.recheck ?? 0) + result.ms;
+      }),
+    );
+  }
+
+  private count(results: readonly EvalResult[]): void {
+    for (const result of results) if (result.status !== 'skipped') this.evaluations += 1;
   }
 
   /**
@@ -70,29 +93,52 @@ export class Evaluator {
     });
   }
 
+  /** Whether the audit is over: a call timed out twice, and no further call is made. */
+  get stopped(): boolean {
+    return this.halted;
+  }
+
   dispose(): void {
     clearTimeout(this.deadline);
   }
 
-  /** `blocks`: lengths of consecutive groups whose calls are shuffled among themselves only (default: one group). */
-  async evaluate(requests: readonly EvalRequest[], progress = false, blocks?: readonly number[]): Promise<EvalResult[]> {
+  /**
+   * Score `requests` (results in request order). Many evaluations run at once
+   * (the gate audits rows side by side): `key` names this one within the
+   * audit, and seeds its call order and its share of the re-check sample, so
+   * neither depends on which evaluation reached the workers first.
+   */
+  async evaluate(requests: readonly EvalRequest[], call: EvaluateCall): Promise<EvalResult[]> {
+    if (this.halted) return requests.map(() => skippedResult());
     this.options.onRequests?.(requests);
-    const onProgress = progress && this.options.onProgress ? this.options.onProgress : undefined;
-    const before = this.progressDone;
+    const onProgress = call.progress && this.options.onProgress ? this.options.onProgress : undefined;
+    let reported = 0;
     const report = onProgress
-      ? (done: number): void => onProgress(before + done, Math.max(this.expectedTotal, before + requests.length))
+      ? (done: number): void => {
+          this.progressDone += done - reported;
+          reported = done;
+          onProgress(this.progressDone, Math.max(this.expectedTotal, this.progressDone));
+        }
       : undefined;
-    this.batches += 1;
     // A seeded order, so no verifier can count on the first call being the bare gold.
-    const results = await evaluateShuffled(requests, this.seed, this.batches, (shuffled) => this.withRetry(shuffled, report), blocks);
-    this.rescore.add(requests, results);
-    if (progress) this.progressDone += requests.length;
-    for (const result of results) if (result.status !== 'skipped') this.evaluations += 1;
+    const results = await evaluateShuffled(requests, this.seed, call.key, (shuffled) => this.withRetry(shuffled, report));
+    this.rescore.add(call.key, requests, results);
+    this.count(results);
+    let ms = 0;
+    for (const result of results) ms += result.ms;
+    this.callMs[call.phase] = (this.callMs[call.phase] ?? 0) + ms;
     return results;
   }
 
   private async run(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
-    return this.beforeDeadline(this.pool.evaluate(requests, { stopOnTimeout: true, ...(onProgress ? { onProgress } : {}) }));
+    return this.beforeDeadline(
+      this.pool.evaluate(requests, {
+        stopOnTimeout: true,
+        // Once a timeout repeats the audit is over: calls of other rows still queued are not run.
+        cancelled: () => this.halted,
+        ...(onProgress ? { onProgress } : {}),
+      }),
+    );
   }
 
   private async withRetry(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
@@ -101,7 +147,10 @@ export class Evaluator {
     if (first < 0) return results;
     const [again] = await this.run([requests[first]!]);
     results[first] = again!;
-    if (again!.status !== 'ok' && again!.status !== 'raised') return results;
+    if (again!.status !== 'ok' && again!.status !== 'raised') {
+      this.halted = true;
+      return results;
+    }
     // The rest was skipped when the first timeout stopped the batch: resume it.
     const skipped = results.flatMap((result, index) => (result.status === 'skipped' ? [index] : []));
     if (skipped.length === 0) return results;

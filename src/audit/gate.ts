@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { attackChunk, calibrateChunk, type AuditState } from './audit-chunk.js';
+import { auditRow, commitRow, type AuditState, type RowOutcome } from './audit-row.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
@@ -87,8 +87,12 @@ export interface GateResult {
 /** Calls one row costs, roughly, when the verifier accepts a few formats: only sizes the worker pool early. */
 const ROW_CALLS_GUESS = 500;
 
-/** Rows calibrated, attacked and judged together; bounds what is held in memory at once. */
-const ROWS_PER_CHUNK = 16;
+/**
+ * Rows audited side by side: enough that the workers always have another
+ * row's calls while one row waits for its own; few enough to bound what is
+ * held in memory at once.
+ */
+const ROWS_IN_FLIGHT = 16;
 
 function effectivePolicy(options: GateOptions): GatePolicy {
   const base = options.policy ?? DEFAULT_POLICY;
@@ -121,17 +125,17 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     memoryMb: policy.limits.memoryMb,
   };
   let startMs = 0;
-  const poolOpening = WorkerPool.open({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) }).then((opened) => {
+  const pool = WorkerPool.start({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
+  const poolReady = pool.ready.then(() => {
     startMs = performance.now() - started;
-    return opened;
   });
   // Until it is awaited, a failure to open is held here instead of being unhandled.
-  poolOpening.catch(() => undefined);
+  poolReady.catch(() => undefined);
   // The worker that scores the re-check sample having seen no call starts
-  // with the last chunk (as soon as the plan is known when there is only
-  // one), so its Python start and import overlap the audit instead of
-  // following it, without holding a process through a long audit. It
-  // receives no call before the re-check.
+  // with the last rows (as soon as the plan is known when there are few),
+  // so its Python start and import overlap the audit instead of following
+  // it, without holding a process through a long audit. It receives no call
+  // before the re-check.
   let fresh: Promise<VerifierSession> | undefined;
   const openFresh = (): Promise<VerifierSession> => {
     if (!fresh) {
@@ -150,15 +154,18 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
     planMs = performance.now() - started;
   } catch (error) {
-    void poolOpening.then((opened) => opened.close(), () => undefined);
+    void pool.close();
     throw error;
   }
-  if (plan.plans.length <= ROWS_PER_CHUNK) void openFresh();
-  let pool: WorkerPool;
+  // A first guess at the audit's size (a row in every format costs about
+  // ROW_CALLS_GUESS calls) starts the workers it needs now, alongside the
+  // first; each row's candidates correct it.
+  pool.reserve(plan.plans.length * ROW_CALLS_GUESS);
+  if (plan.plans.length <= ROWS_IN_FLIGHT) void openFresh();
   try {
-    pool = await poolOpening;
+    await poolReady;
   } catch (error) {
-    await closeFresh();
+    await Promise.all([pool.close(), closeFresh()]);
     throw error;
   }
   const evaluator = new Evaluator(pool, policy, {
@@ -177,29 +184,22 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       // Python starts (start) while the inputs are read and planned (plan): the two overlap.
       phases: { start: startMs, plan: planMs },
     };
-    let rowsAudited = 0;
-    // A first guess at the audit's size (a row in every format costs about
-    // ROW_CALLS_GUESS calls), so the calibration's timed calls can already start
-    // the workers the audit needs; the attack corrects it per chunk.
-    pool.reserve(plan.plans.length * ROW_CALLS_GUESS);
-    for (let start = 0; start < plan.plans.length && !state.tally.timedOut; start += ROWS_PER_CHUNK) {
-      const chunk = plan.plans.slice(start, start + ROWS_PER_CHUNK);
-      if (start + ROWS_PER_CHUNK >= plan.plans.length) void openFresh();
-      const levels = await calibrateChunk(chunk, evaluator, state, formats.custom);
-      rowsAudited += chunk.length;
-      if (state.tally.timedOut) break;
-      await attackChunk(chunk, levels, evaluator, state, { corpus, answerType: plan.answerType, format: formats.named, totalRows: plan.plans.length, rowsBefore: start }, (expected) =>
-        pool.reserve(expected - start),
-      );
-      if (start + ROWS_PER_CHUNK < plan.plans.length) collectGarbageIfGrown();
-    }
+    const auditing = performance.now();
+    const rowsAudited = await auditRows(plan, evaluator, state, {
+      corpus,
+      answerType: plan.answerType,
+      format: formats.named,
+      custom: formats.custom,
+      reserve: (expected) => pool.reserve(expected),
+      nearEnd: () => void openFresh(),
+    });
+    state.phases.rows = performance.now() - auditing;
     const goldCheck =
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
-    const rechecking = performance.now();
     const recheck = state.tally.timedOut ? null : await evaluator.recheck(openFresh());
-    state.phases.recheck = performance.now() - rechecking;
+    Object.assign(state.phases, evaluator.callMs);
     // Shutting the workers down overlaps with scoring and the record.
     const closing = Promise.all([pool.close(), closeFresh()]);
 
@@ -241,4 +241,67 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     evaluator.dispose();
     await Promise.all([pool.close(), closeFresh()]);
   }
+}
+
+interface RowsSettings {
+  corpus: Awaited<ReturnType<typeof loadCorpus>>;
+  answerType: AuditPlan['answerType'];
+  format: AnswerFormat[] | 'auto';
+  custom: ReturnType<typeof resolveFormats>['custom'];
+  /** Told the calls expected from here on. */
+  reserve: (expected: number) => void;
+  /** Called when the last rows start. */
+  nearEnd: () => void;
+}
+
+/**
+ * Every row of the plan, ROWS_IN_FLIGHT at a time, committed in row order;
+ * the number of rows audited (fewer when a timeout ends the audit).
+ */
+async function auditRows(plan: AuditPlan, evaluator: Evaluator, state: AuditState, settings: RowsSettings): Promise<number> {
+  const total = plan.plans.length;
+  const running = new Map<number, Promise<RowOutcome>>();
+  let started = 0;
+  let built = 0;
+  let candidates = 0;
+  const rowSettings = {
+    corpus: settings.corpus,
+    answerType: settings.answerType,
+    format: settings.format,
+    custom: settings.custom,
+    onCandidates: (count: number) => {
+      built += 1;
+      candidates += count;
+      // Rows are alike in size: the progress total and the pool's size follow the rows built so far.
+      evaluator.expectedTotal = Math.round((candidates / built) * total);
+      settings.reserve(Math.max(0, evaluator.expectedTotal - evaluator.evaluations));
+    },
+  };
+  let committed = 0;
+  const startRows = (): void => {
+    while (started < total && started < committed + ROWS_IN_FLIGHT && !evaluator.stopped) {
+      if (started >= total - ROWS_IN_FLIGHT) settings.nearEnd();
+      const outcome = auditRow(plan.plans[started]!, evaluator, rowSettings);
+      // Awaited in order below; until then a failure is held here, not unhandled.
+      outcome.catch(() => undefined);
+      running.set(started, outcome);
+      started += 1;
+    }
+  };
+  try {
+    startRows();
+    while (committed < started) {
+      const outcome = await running.get(committed)!;
+      running.delete(committed);
+      commitRow(outcome, state);
+      committed += 1;
+      if (state.tally.timedOut) break;
+      if (committed % ROWS_IN_FLIGHT === 0 && committed < total) collectGarbageIfGrown();
+      startRows();
+    }
+  } finally {
+    // Rows started after the one that ended the audit find it stopped and are dropped.
+    await Promise.allSettled(running.values());
+  }
+  return committed;
 }

@@ -37,7 +37,7 @@ export async function checkGolds(
       { ...base, completion: renderInFormat(check.format, wrong) },
     ];
   });
-  const results = await evaluator.evaluate(requests);
+  const results = await evaluator.evaluate(requests, { key: 'gold check', phase: 'gold_check' });
   const unrewarded: number[] = [];
   const golds: GoldCheckResult['golds'] = [];
   check.rows.forEach((_row, index) => {

@@ -15,30 +15,23 @@ import type { WorkerPool } from '../runtime/worker-pool.js';
 const SAMPLE_SIZE = 48;
 
 /**
- * Calls in a seeded order; results come back in request order. With
- * `blocks` (lengths of consecutive groups), calls are shuffled within each
- * group only, so a group still goes out before the next: calibration keeps
- * its rows in order, and the audit stops at a timeout in the row it belongs to.
+ * Calls in a seeded order, drawn from the evaluation's key; results come
+ * back in request order.
  */
 export async function evaluateShuffled(
   requests: readonly EvalRequest[],
   seed: number,
-  batch: number,
+  key: string,
   run: (shuffled: EvalRequest[]) => Promise<EvalResult[]>,
-  blocks: readonly number[] = [requests.length],
 ): Promise<EvalResult[]> {
   if (requests.length < 2) return run([...requests]);
   const order = requests.map((_, index) => index);
-  const rng = makeRng(seed, 'call-order', batch);
-  let start = 0;
-  for (const length of blocks) {
-    for (let index = start + length - 1; index > start; index -= 1) {
-      const other = start + Math.floor(rng() * (index - start + 1));
-      const swapped = order[index]!;
-      order[index] = order[other]!;
-      order[other] = swapped;
-    }
-    start += length;
+  const rng = makeRng(seed, 'call-order', key);
+  for (let index = order.length - 1; index > 0; index -= 1) {
+    const other = Math.floor(rng() * (index + 1));
+    const swapped = order[index]!;
+    order[index] = order[other]!;
+    order[other] = swapped;
   }
   const shuffled = await run(order.map((index) => requests[index]!));
   const results = new Array<EvalResult>(requests.length);
@@ -48,24 +41,39 @@ export async function evaluateShuffled(
   return results;
 }
 
-/** A deterministic sample of the calls that returned a reward. */
+interface Kept {
+  request: EvalRequest;
+  reward: number;
+  /** The seeded draw that ranks it: the sample is the SAMPLE_SIZE lowest. */
+  rank: number;
+  /** Breaks a tie between two equal draws, the same way every run. */
+  tie: string;
+}
+
+/**
+ * A deterministic sample of the calls that returned a reward: each call
+ * draws a number seeded by its evaluation's key and its index in it, and the
+ * lowest draws are kept. Every scored call is equally likely to be kept, and
+ * the sample does not depend on the order in which evaluations finish.
+ */
 export class RescoreSample {
-  private readonly kept: { request: EvalRequest; reward: number }[] = [];
-  private seen = 0;
+  private readonly kept: Kept[] = [];
+  /** Index of the highest draw kept: the one a lower draw replaces. */
+  private highest = -1;
 
   constructor(private readonly seed: number) {}
 
-  add(requests: readonly EvalRequest[], results: readonly EvalResult[]): void {
-    const rng = makeRng(this.seed, 'rescore', this.seen);
+  add(key: string, requests: readonly EvalRequest[], results: readonly EvalResult[]): void {
+    const rng = makeRng(this.seed, 'rescore', key);
     results.forEach((result, index) => {
+      const rank = rng();
       if (result.status !== 'ok' || result.reward === null) return;
-      this.seen += 1;
-      // Reservoir sampling: every scored call is equally likely to be kept.
-      if (this.kept.length < SAMPLE_SIZE) this.kept.push({ request: requests[index]!, reward: result.reward });
-      else {
-        const slot = Math.floor(rng() * this.seen);
-        if (slot < SAMPLE_SIZE) this.kept[slot] = { request: requests[index]!, reward: result.reward };
-      }
+      if (this.kept.length === SAMPLE_SIZE && !before(rank, `${key}#${index}`, this.kept[this.highest]!)) return;
+      const entry = { request: requests[index]!, reward: result.reward, rank, tie: `${key}#${index}` };
+      if (this.kept.length < SAMPLE_SIZE) this.kept.push(entry);
+      else this.kept[this.highest] = entry;
+      this.highest = 0;
+      for (let slot = 1; slot < this.kept.length; slot += 1) if (before(this.kept[this.highest]!.rank, this.kept[this.highest]!.tie, this.kept[slot]!)) this.highest = slot;
     });
   }
 
@@ -78,12 +86,20 @@ export class RescoreSample {
    * call (opened ahead, so its start overlaps the audit; this ends it); the
    * calls whose reward changed.
    */
-  async recheck(pool: WorkerPool, fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
+  async recheck(
+    pool: WorkerPool,
+    fresh: Promise<VerifierSession>,
+    observe: (requests: readonly EvalRequest[], results: readonly EvalResult[]) => void = () => undefined,
+  ): Promise<{ changed: number; total: number; example: string | null }> {
     if (this.kept.length === 0) return { changed: 0, total: 0, example: null };
-    const requests = this.kept.map((entry) => entry.request).reverse();
-    const expected = this.kept.map((entry) => entry.reward).reverse();
+    const sample = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
+    const requests = sample.map((entry) => entry.request);
+    const expected = sample.map((entry) => entry.reward);
+    const freshOrder = [...requests].reverse();
     // The two passes share no process, so neither can see the other's calls.
-    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true }), scoreFresh(fresh, [...requests].reverse())]);
+    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true }), scoreFresh(fresh, freshOrder)]);
+    observe(requests, warm);
+    observe(freshOrder, freshResults);
     freshResults.reverse();
     let changed = 0;
     let example: string | null = null;
@@ -110,4 +126,8 @@ async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly 
   } finally {
     await session.close();
   }
+}
+
+function before(rank: number, tie: string, other: Kept): boolean {
+  return rank < other.rank || (rank === other.rank && tie < other.tie);
 }

@@ -1,4 +1,4 @@
-import type { BrokenGold } from './audit-chunk.js';
+import type { BrokenGold } from './audit-row.js';
 import { decide, type Decision, type DecisionInput } from './decide.js';
 import type { GatePolicy } from './policy.js';
 import { hackability, hackRateInterval, type HackRate } from './score.js';

@@ -32,6 +32,8 @@ export interface Sandbox {
   readonly warning: string | null;
   /** Set where this machine has a seccomp filter (see seccomp.ts) that bubblewrap or the kernel refused: the sandbox runs without it. */
   readonly filterRefused?: boolean;
+  /** Set where this bubblewrap or kernel lacks --disable-userns: the sandbox holds without it, one namespace layer less. */
+  readonly withoutDisableUserns?: boolean;
 }
 
 /** Where the sandboxed process finds its home and temporary directory. */
@@ -84,17 +86,18 @@ function run(command: string, args: readonly string[], filter: Buffer | null = n
   });
 }
 
-/** Older kernels and bubblewraps lack --disable-userns; the sandbox holds without it, one namespace layer less. */
-let withoutDisableUserns = false;
-
 interface BwrapProbe {
   bwrap: string | null;
   problem: string | null;
   /** The filter could not be installed, though this machine has one. */
   filterRefused: boolean;
+  /** Older kernels and bubblewraps lack --disable-userns. */
+  withoutDisableUserns: boolean;
 }
 
 const probes = new Map<string, Promise<BwrapProbe>>();
+/** Keys of probes that have answered: nothing left to hope for (see hopedSandbox). */
+const answered = new Set<string>();
 
 /**
  * Whether bubblewrap exists and can build the namespaces we ask for, with
@@ -107,20 +110,19 @@ function probeBwrap(): Promise<BwrapProbe> {
   if (!probe) {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
-      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false };
+      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false };
       // Through a pipe, so a run killed while it probes leaves no file behind.
       const filter = seccompProgram();
-      const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
       let first = null as { ok: boolean; stderr: string } | null;
-      for (const userns of [true, false]) {
-        withoutDisableUserns = !userns;
-        if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false };
+      for (const withoutDisableUserns of [false, true]) {
+        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+        if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns };
         const plain = await trial(false);
         first ??= plain;
-        if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null };
+        if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null, withoutDisableUserns };
       }
-      return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false };
-    })();
+      return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false, withoutDisableUserns: false };
+    })().finally(() => answered.add(key));
     probes.set(key, probe);
   }
   return probe;
@@ -133,14 +135,36 @@ export const NO_FILTER_WARNING =
 /** Choose the sandbox for a run. 'bwrap' refuses to run without it; 'auto' falls back with a warning. */
 export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> {
   if (mode === 'none') return { kind: 'none', bwrap: null, warning: NO_SANDBOX_WARNING };
-  const { bwrap, problem, filterRefused } = await probeBwrap();
-  if (bwrap) return { kind: 'bwrap', bwrap, warning: filterRefused ? NO_FILTER_WARNING : null, filterRefused };
+  const { bwrap, problem, filterRefused, withoutDisableUserns } = await probeBwrap();
+  if (bwrap) return { kind: 'bwrap', bwrap, warning: filterRefused ? NO_FILTER_WARNING : null, filterRefused, withoutDisableUserns };
   if (mode === 'bwrap') {
     throw new GatekeptError('SANDBOX_UNAVAILABLE', `--sandbox bwrap was asked for, but ${problem ?? 'bubblewrap is unavailable'}`, {
       suggestion: 'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto',
     });
   }
   return { kind: 'none', bwrap: null, warning: `${NOT_ISOLATED_WARNING} (${problem ?? 'unavailable'})` };
+}
+
+/**
+ * The sandbox the probe confirms where everything works: a worker starts in
+ * it while the probe runs, instead of after it, and is kept only if the probe
+ * agrees (see openVerifierSession). Null where there is nothing to hope for:
+ * no sandbox asked for, no bubblewrap to run, or a probe that has answered.
+ */
+export function hopedSandbox(mode: SandboxMode = 'auto'): Sandbox | null {
+  if (mode === 'none' || answered.has(process.env.PATH ?? '')) return null;
+  const bwrap = findOnPath('bwrap');
+  return bwrap ? { kind: 'bwrap', bwrap, warning: null, filterRefused: false, withoutDisableUserns: false } : null;
+}
+
+/** Whether two sandboxes start processes alike. */
+export function sameSandbox(a: Sandbox, b: Sandbox): boolean {
+  return (
+    a.kind === b.kind &&
+    a.bwrap === b.bwrap &&
+    (a.filterRefused ?? false) === (b.filterRefused ?? false) &&
+    (a.withoutDisableUserns ?? false) === (b.withoutDisableUserns ?? false)
+  );
 }
 
 export function parseSandboxMode(value: string | undefined): SandboxMode {
@@ -153,7 +177,7 @@ export function parseSandboxMode(value: string | undefined): SandboxMode {
   return mode as SandboxMode;
 }
 
-function baseArgs(shareNet: boolean): string[] {
+function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
   return [
     // Root does not get a user namespace from --unshare-all alone.
     '--unshare-all',
@@ -331,7 +355,7 @@ function writeSeccompFile(scratch: string): string | null {
 /** The bubblewrap command line that runs `command args` in the layout. */
 export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
-  const argv = baseArgs(layout.shareNet ?? false);
+  const argv = baseArgs(layout.shareNet ?? false, sandbox.withoutDisableUserns ?? false);
   const hidden = hiddenRoots();
   for (const root of hidden) argv.push('--tmpfs', root);
   argv.push(...maskSecrets());

@@ -9,9 +9,13 @@ import {
 } from './python-session.js';
 
 /**
- * A pool of verifier sessions. Requests are cut into batches handed to
- * whichever worker is free; each result is written back at its request's
- * index, so the merged results do not depend on the number of workers.
+ * A pool of verifier sessions sharing one queue. Every evaluation handed to
+ * the pool joins the queue, first come first served, and each worker takes
+ * the next batch from it as soon as it has room: several evaluations run at
+ * once (the gate audits many rows side by side), so no worker sits idle while
+ * another has work queued, and a batch may hold the calls of several
+ * evaluations. Each result is written back at its request's index, so the
+ * merged results do not depend on the number of workers.
  */
 
 export interface PoolOptions extends SessionOptions {
@@ -29,7 +33,8 @@ export interface EvaluateOptions {
    * timeout or a worker restart.
    */
   stopOnTimeout?: boolean;
-  batchSize?: number;
+  /** Checked before each batch is handed out: once true, the calls not yet handed out are skipped. */
+  cancelled?: () => boolean;
 }
 
 const BATCH_TARGET_MS = 40;
@@ -51,32 +56,92 @@ const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
  */
 const STARTS_PER_EXTRA_WORKER = 2;
 
+/** One evaluation in the queue: its requests, the results so far, and what is still to hand out. */
+class Evaluation {
+  readonly results: EvalResult[];
+  /** Next request never handed out. */
+  next = 0;
+  /** Requests handed back unrun (their batch stopped at another evaluation's timeout): handed out again first. */
+  readonly again: number[] = [];
+  settled = 0;
+  inFlight = 0;
+  /** Cancelled: nothing more is handed out. */
+  stopped = false;
+  /**
+   * With stopOnTimeout, the index of the first call that timed out or crashed
+   * its worker: calls before it all run, calls after it count as skipped
+   * (whichever worker ran them, and whenever), so what is evaluated does not
+   * depend on how the calls were spread over workers.
+   */
+  cut = Number.POSITIVE_INFINITY;
+  readonly promise: Promise<EvalResult[]>;
+  resolve!: (results: EvalResult[]) => void;
+  reject!: (error: unknown) => void;
+
+  constructor(
+    readonly requests: readonly EvalRequest[],
+    readonly options: EvaluateOptions,
+  ) {
+    this.results = new Array<EvalResult>(requests.length);
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  /** Requests still to hand out. */
+  get waiting(): number {
+    if (this.stopped) return 0;
+    return this.again.length + Math.max(0, Math.min(this.requests.length, this.cut) - this.next);
+  }
+}
+
+/** A batch: slices of one or more evaluations, in the order sent. */
+interface Part {
+  evaluation: Evaluation;
+  indices: number[];
+}
+
 export class WorkerPool {
-  private readonly sessions: VerifierSession[];
+  private readonly sessions: VerifierSession[] = [];
   private closed = false;
   private meanCallMs: number | undefined;
-  /** Workers being started; they join the evaluation under way once ready. */
+  /** Workers being started; they take from the queue once ready. */
   private readonly openings: Promise<void>[] = [];
   private pendingOpens = 0;
   /** Requests evaluated so far, and the total the caller expects (see reserve). */
   private evaluated = 0;
   private expectedTotal = 0;
   private openFailure: unknown = null;
-  private readonly joiners = new Set<(session: VerifierSession) => void>();
+  /** A session that failed for good: every evaluation fails with it. */
+  private failure: unknown = null;
+  private readonly queue: Evaluation[] = [];
+  /** Lanes waiting for work. */
+  private readonly idle: (() => void)[] = [];
+  private startMs = 1;
+  private readonly started = performance.now();
+  /** Resolves once the first worker is up; rejects if it cannot start. */
+  readonly ready: Promise<void>;
 
-  private constructor(
-    private readonly options: PoolOptions,
-    first: VerifierSession,
-    /** How long the first worker took to start and import the verifier. */
-    private readonly startMs: number,
-  ) {
-    this.sessions = [first];
+  private constructor(private readonly options: PoolOptions) {
+    this.ready = this.openOne(true);
+    this.ready.catch(() => undefined);
+  }
+
+  /** A pool whose first worker starts now; `ready` says when it is up. Callers may reserve work before. */
+  static start(options: PoolOptions): WorkerPool {
+    return new WorkerPool(options);
   }
 
   static async open(options: PoolOptions): Promise<WorkerPool> {
-    const started = performance.now();
-    const first = await openVerifierSession(options);
-    return new WorkerPool(options, first, performance.now() - started);
+    const pool = new WorkerPool(options);
+    try {
+      await pool.ready;
+    } catch (error) {
+      await pool.close();
+      throw error;
+    }
+    return pool;
   }
 
   get info(): VerifierInfo {
@@ -94,98 +159,72 @@ export class WorkerPool {
 
   /**
    * Start enough workers for the work ahead. Callers that know the audit's
-   * total size say so once, so that even small batches use every worker.
-   * New workers start in the background: the running ones keep working, and
-   * each new one joins the evaluation under way as soon as it is ready.
+   * total size say so, so that even small batches use every worker. New
+   * workers start in the background: the running ones keep working, and each
+   * new one takes from the queue as soon as it is ready.
    */
   reserve(expectedRequests: number): void {
     this.expectedTotal = this.evaluated + expectedRequests;
-    this.grow(expectedRequests);
+    this.grow();
   }
 
-  private grow(aheadInThisEvaluation: number): void {
-    if (this.closed) return;
+  private get queued(): number {
+    let total = 0;
+    for (const evaluation of this.queue) total += evaluation.waiting;
+    return total;
+  }
+
+  private grow(): void {
+    if (this.closed || this.failure !== null) return;
     // What the caller said is still to come counts too, so the first calls
     // of an audit, once timed, can already start the workers it will need.
-    const expectedRequests = Math.max(aheadInThisEvaluation, this.expectedTotal - this.evaluated);
-    const byCount = Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
-    const byTime =
-      this.meanCallMs === undefined ? 0 : Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * Math.max(this.startMs, 1)));
+    const expectedRequests = Math.max(this.queued, this.expectedTotal - this.evaluated);
+    const byCount = 1 + Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
+    const byTime = this.meanCallMs === undefined ? 0 : Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * this.startMs));
     const wanted = Math.min(this.options.workers, Math.max(1, byCount, byTime));
     for (let count = this.sessions.length + this.pendingOpens; count < wanted; count += 1) {
-      this.pendingOpens += 1;
-      const opening = openVerifierSession(this.options).then(
-        (session) => {
-          this.pendingOpens -= 1;
-          if (this.closed) return session.close();
-          this.sessions.push(session);
-          for (const join of this.joiners) join(session);
-        },
-        (error: unknown) => {
-          this.pendingOpens -= 1;
-          this.openFailure ??= error;
-        },
-      );
-      this.openings.push(opening);
+      const opening = this.openOne(false);
+      opening.catch(() => undefined);
     }
   }
 
-  async evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
-    if (this.closed) throw new Error('worker pool is closed');
-    this.grow(requests.length);
-    // Batches sized to take about BATCH_TARGET_MS each: large enough that the
-    // round trip per batch is noise for a fast verifier, small enough that no
-    // worker sits idle long while another finishes the last batch of a slow one.
-    const perCall = this.meanCallMs ?? 1;
-    const batchSize =
-      options.batchSize ??
-      this.options.batchSize ??
-      Math.max(4, Math.min(512, Math.ceil(requests.length / (LANES_PER_WORKER * this.sessions.length)), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
-    const results: EvalResult[] = new Array(requests.length);
-    let next = 0;
-    let done = 0;
-    let stopped = false;
-    const work = async (session: VerifierSession): Promise<void> => {
-      while (next < requests.length && !stopped) {
-        const start = next;
-        next = Math.min(requests.length, next + batchSize);
-        const batch = await session.evaluate(requests.slice(start, next), { stopOnTimeout: options.stopOnTimeout ?? false, cancelled: () => stopped });
-        this.observe(batch);
-        this.evaluated += batch.length;
-        // Timed calls tell whether the rest is worth another worker.
-        this.grow(requests.length - next);
-        batch.forEach((result, offset) => {
-          results[start + offset] = result;
-        });
-        done += batch.length;
-        if (options.stopOnTimeout && batch.some((result) => result.status === 'timeout' || result.status === 'crashed')) stopped = true;
-        options.onProgress?.(done, requests.length);
-      }
-    };
-    const loops: Promise<void>[] = [];
-    const join = (session: VerifierSession): void => {
-      for (let lane = 0; lane < LANES_PER_WORKER; lane += 1) {
-        if (next >= requests.length || stopped) return;
-        const loop = work(session);
-        loop.catch(() => undefined);
-        loops.push(loop);
-      }
-    };
-    this.joiners.add(join);
-    try {
-      for (const session of this.sessions) join(session);
-      // Workers that join while others run add loops to wait for.
-      for (let waited = 0; waited < loops.length; ) {
-        const current = loops.slice(waited);
-        waited = loops.length;
-        await Promise.all(current);
-      }
-    } finally {
-      this.joiners.delete(join);
-    }
-    if (this.openFailure !== null) throw this.openFailure;
-    for (let index = 0; index < results.length; index++) results[index] ??= skippedResult();
-    return results;
+  private openOne(first: boolean): Promise<void> {
+    this.pendingOpens += 1;
+    const opening = openVerifierSession(this.options).then(
+      (session) => {
+        this.pendingOpens -= 1;
+        if (first) this.startMs = Math.max(performance.now() - this.started, 1);
+        if (this.closed) {
+          void session.close();
+          return;
+        }
+        this.sessions.push(session);
+        for (let lane = 0; lane < LANES_PER_WORKER; lane += 1) void this.lane(session);
+        if (first) this.grow();
+      },
+      (error: unknown) => {
+        this.pendingOpens -= 1;
+        if (first) {
+          // No worker will ever take what is queued.
+          this.fail(error);
+          throw error;
+        }
+        this.openFailure ??= error;
+      },
+    );
+    this.openings.push(opening.catch(() => undefined));
+    return opening;
+  }
+
+  evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
+    if (this.closed) return Promise.reject(new Error('worker pool is closed'));
+    if (this.failure !== null) return Promise.reject(this.failure);
+    const evaluation = new Evaluation(requests, options);
+    if (requests.length === 0) return Promise.resolve([]);
+    this.queue.push(evaluation);
+    this.grow();
+    for (const wake of this.idle.splice(0)) wake();
+    return evaluation.promise;
   }
 
   /**
@@ -200,6 +239,118 @@ export class WorkerPool {
     } finally {
       await session.close();
     }
+  }
+
+  /** Batches sized to take about BATCH_TARGET_MS each, from the evaluations first in the queue. */
+  private take(): Part[] | null {
+    const perCall = this.meanCallMs ?? 1;
+    const size =
+      this.options.batchSize ??
+      Math.max(4, Math.min(512, Math.ceil(this.queued / (LANES_PER_WORKER * Math.max(this.sessions.length, 1))), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
+    const parts: Part[] = [];
+    let room = size;
+    while (room > 0 && this.queue.length > 0) {
+      const evaluation = this.queue[0]!;
+      if (!evaluation.stopped && evaluation.options.cancelled?.()) this.stop(evaluation);
+      if (evaluation.waiting === 0) {
+        this.queue.shift();
+        this.settle(evaluation);
+        continue;
+      }
+      const indices = evaluation.again.splice(0, room);
+      const end = Math.min(evaluation.requests.length, evaluation.cut);
+      while (indices.length < room && evaluation.next < end) indices.push(evaluation.next++);
+      room -= indices.length;
+      evaluation.inFlight += indices.length;
+      parts.push({ evaluation, indices });
+    }
+    return parts.length > 0 ? parts : null;
+  }
+
+  /** A lane of a worker: takes batches while there is work, waits for more otherwise. */
+  private async lane(session: VerifierSession): Promise<void> {
+    while (!this.closed && this.failure === null) {
+      const parts = this.take();
+      if (!parts) {
+        await new Promise<void>((wake) => this.idle.push(wake));
+        continue;
+      }
+      const requests = parts.flatMap(({ evaluation, indices }) => indices.map((index) => evaluation.requests[index]!));
+      let results: EvalResult[];
+      try {
+        results = await session.evaluate(requests, {
+          stopOnTimeout: parts.some(({ evaluation }) => evaluation.options.stopOnTimeout),
+          cancelled: () => parts.every(({ evaluation, indices }) => evaluation.stopped || indices[0]! > evaluation.cut),
+        });
+      } catch (error) {
+        // Its evaluations may have nothing left in the queue to be failed through.
+        for (const { evaluation } of parts) evaluation.reject(error);
+        this.fail(error);
+        return;
+      }
+      this.observe(results);
+      this.evaluated += results.length;
+      let offset = 0;
+      for (const { evaluation, indices } of parts) this.deliver(evaluation, indices, results.slice(offset, (offset += indices.length)));
+      // Timed calls tell whether the rest is worth another worker.
+      this.grow();
+    }
+  }
+
+  private deliver(evaluation: Evaluation, indices: readonly number[], results: readonly EvalResult[]): void {
+    evaluation.inFlight -= indices.length;
+    if (evaluation.options.stopOnTimeout) {
+      indices.forEach((index, position) => {
+        const status = results[position]!.status;
+        if ((status === 'timeout' || status === 'crashed') && index < evaluation.cut) evaluation.cut = index;
+      });
+    }
+    indices.forEach((index, position) => {
+      const result = results[position]!;
+      // Skipped only because the batch stopped at another evaluation's failure: run it later.
+      if (result.status === 'skipped' && !evaluation.stopped && index < evaluation.cut) evaluation.again.push(index);
+      else {
+        evaluation.results[index] = result;
+        evaluation.settled += 1;
+      }
+    });
+    if (evaluation.cut < Number.POSITIVE_INFINITY) {
+      const cut = evaluation.cut;
+      for (let kept = evaluation.again.length - 1; kept >= 0; kept -= 1) if (evaluation.again[kept]! > cut) evaluation.again.splice(kept, 1);
+    }
+    evaluation.options.onProgress?.(evaluation.settled, evaluation.requests.length);
+    if (evaluation.waiting > 0 && !this.queue.includes(evaluation)) {
+      this.queue.unshift(evaluation);
+      for (const wake of this.idle.splice(0)) wake();
+    }
+    this.settle(evaluation);
+  }
+
+  private stop(evaluation: Evaluation): void {
+    evaluation.stopped = true;
+    evaluation.again.length = 0;
+    const index = this.queue.indexOf(evaluation);
+    if (index >= 0) this.queue.splice(index, 1);
+    this.settle(evaluation);
+  }
+
+  /** Resolve an evaluation once nothing of it is waiting or running; what never ran, or ran past its cut, is skipped. */
+  private settle(evaluation: Evaluation): void {
+    if (evaluation.inFlight > 0 || evaluation.waiting > 0) return;
+    if (this.openFailure !== null) {
+      evaluation.reject(this.openFailure);
+      return;
+    }
+    const { results, cut } = evaluation;
+    for (let index = 0; index < results.length; index++) if (index > cut || results[index] === undefined) results[index] = skippedResult();
+    evaluation.resolve(results);
+  }
+
+  /** A worker failed for good: so does every evaluation, now and later. */
+  private fail(error: unknown): void {
+    this.failure ??= error;
+    for (const evaluation of this.queue.splice(0)) evaluation.reject(this.failure);
+    for (const wake of this.idle.splice(0)) wake();
   }
 
   /** Running mean of the time one call takes, from the results' own timings. */
@@ -219,6 +370,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const evaluation of this.queue.splice(0)) evaluation.reject(new Error('worker pool is closed'));
+    for (const wake of this.idle.splice(0)) wake();
     // A worker still starting is closed as soon as it is up.
     await Promise.allSettled(this.openings);
     await Promise.allSettled(this.sessions.map((session) => session.close()));

@@ -1,0 +1,195 @@
+import { alternateGolds } from './invariance.js';
+import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
+import type { Corpus } from './corpus.js';
+import type { Evaluator } from './evaluator.js';
+import { expandCandidates, type Candidate } from './expand-candidates.js';
+import { isRewarded, screen, settle, type AlternateOutcome, type Verdict } from './judge.js';
+import type { GoldPlan } from './plan-audit.js';
+import { calibrationRows, excerpt, type AuditRecord } from './record.js';
+import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
+import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { CustomFormat, FormatName } from './answer-values.js';
+import type { AnswerFormat, AnswerType } from '../types.js';
+
+/**
+ * One row of the gate, start to end: calibrate its gold, attack it in the
+ * formats it was accepted in (with honest variants alongside), screen the
+ * results, and settle every rewarded candidate with the invariance test.
+ * Rows run side by side, each waiting only for its own calls, so the
+ * workers always have another row's calls to run; what a row found is then
+ * committed to the audit's state in row order (commitRow), so the record
+ * does not depend on which row finished first.
+ */
+
+export interface BrokenGold {
+  row: number;
+  answer: string;
+  reason: NonNullable<Levels['broken']>;
+}
+
+/** What the rows accumulate for the record, besides the tally. */
+export interface AuditState {
+  tally: OutcomeTally;
+  acceptedByRow: Map<number, FormatName[]>;
+  calibration: AuditRecord['honest']['calibration'];
+  variants: AuditRecord['honest']['variants'];
+  honestProbes: GateProbe[];
+  broken: BrokenGold[];
+  candidateCount: number;
+  /**
+   * Milliseconds per phase: start (Python and the verifier's import) and plan
+   * overlap, as wall time from the audit's start; calibrate, attack,
+   * invariance and recheck are the time the verifier's calls of each step
+   * took, summed over workers (rows overlap, so these add up to more than
+   * the audit's wall time when there are several workers); judge is Node's
+   * own work on the rows (building candidates, screening, settling,
+   * tallying); score is the decision.
+   */
+  phases: Record<string, number>;
+}
+
+function requestFor(plan: GoldPlan, completion: string, answer = plan.row.answer): EvalRequest {
+  return { completion, answer, prompt: plan.row.prompt, info: plan.row.info };
+}
+
+/** What one row found, held until it is committed in row order. */
+export interface RowOutcome {
+  plan: GoldPlan;
+  probes: Probe[];
+  calibration: EvalResult[];
+  levels: Levels;
+  /** Null when the gold is broken or the audit stopped before the attack. */
+  attack: {
+    candidates: Candidate[];
+    verdicts: Verdict[];
+    shown: EvalResult[];
+    variants: { form: string; contested: boolean; completion: string; format: FormatName; result: EvalResult }[];
+    /** Every call's result but the calibration's, for the side effects. */
+    results: EvalResult[];
+  } | null;
+  /** Node's own time on this row, in ms. */
+  judgeMs: number;
+}
+
+export interface RowSettings {
+  corpus: Corpus;
+  answerType: AnswerType;
+  /** Built-in formats to attack in ('auto': every accepted one). */
+  format: readonly AnswerFormat[] | 'auto';
+  custom: readonly CustomFormat[];
+  /** Told the number of candidates once they are built: for the progress estimate and the pool's size. */
+  onCandidates: (count: number) => void;
+}
+
+/** Calibrate, attack, screen and settle one row. */
+export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: RowSettings): Promise<RowOutcome> {
+  const row = plan.row.index;
+  const probes = calibrationProbes(plan.context.gold, plan.context.wrong[0]!, settings.custom);
+  // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
+  const calibration = await evaluator.evaluate(
+    probes.map((probe) => requestFor(plan, probe.completion)),
+    { key: `row ${row} calibrate`, phase: 'calibrate' },
+  );
+  let judging = performance.now();
+  let judgeMs = 0;
+  const levels = computeLevels(probes, calibration);
+  if (levels.broken || evaluator.stopped) return { plan, probes, calibration, levels, attack: null, judgeMs: performance.now() - judging };
+
+  const formats = attackFormats(levels, settings.format);
+  const thinkFormats = levels.thinkFormats.filter((format) => formats.includes(format));
+  const thinkRaw = formats.length > 0 && formats.every((format) => thinkFormats.includes(format));
+  const candidates = expandCandidates(settings.corpus, { ...plan.context, formats, thinkFormats, thinkRaw }, row);
+  const firstFormat = formats[0];
+  const variants = firstFormat ? honestVariants(plan.row.answer, settings.answerType, firstFormat).map((variant) => ({ ...variant, format: firstFormat })) : [];
+  settings.onCandidates(candidates.length);
+  const requests = [...candidates.map((candidate) => requestFor(plan, candidate.completion)), ...variants.map((variant) => requestFor(plan, variant.completion))];
+  judgeMs += performance.now() - judging;
+  // Attacks and honest variants go out together: one evaluation, no idle worker between them.
+  const combined = await evaluator.evaluate(requests, { key: `row ${row} attack`, phase: 'attack', progress: true });
+  judging = performance.now();
+  const attackResults = combined.slice(0, candidates.length);
+  const variantResults = combined.slice(candidates.length);
+
+  // The invariance test: every rewarded candidate again, under alternate golds.
+  const screens = screen({ candidates, results: attackResults, levels: () => levels });
+  const pending: { index: number; answers: string[] }[] = [];
+  screens.forEach((verdict, index) => {
+    if (verdict.kind !== 'rewarded') return;
+    const answers = alternateGolds(candidates[index]!.completion, {
+      gold: plan.row.answer,
+      type: plan.context.type,
+      choices: plan.context.choices,
+      wrong: plan.context.wrong,
+      fresh: plan.alternate,
+    });
+    pending.push({ index, answers });
+  });
+  judgeMs += performance.now() - judging;
+  const alternateResults = await evaluator.evaluate(
+    pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer))),
+    { key: `row ${row} invariance`, phase: 'invariance' },
+  );
+  judging = performance.now();
+  const settled = new Map<number, Verdict>();
+  // A call that failed under an alternate gold is the one an error report should show.
+  const shown = [...attackResults];
+  let offset = 0;
+  for (const { index, answers } of pending) {
+    const candidate = candidates[index]!;
+    const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[offset + k]! }));
+    offset += answers.length;
+    const verdict = settle(candidate, outcomes, levels);
+    settled.set(index, verdict);
+    const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
+    if (verdict.kind === 'error' && failed) shown[index] = failed.result;
+  }
+  const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' ? settled.get(index)! : verdict));
+  judgeMs += performance.now() - judging;
+  return {
+    plan,
+    probes,
+    calibration,
+    levels,
+    attack: {
+      candidates,
+      verdicts,
+      shown,
+      variants: variants.map((variant, index) => ({ ...variant, result: variantResults[index]! })),
+      results: [...variantResults, ...alternateResults],
+    },
+    judgeMs,
+  };
+}
+
+/** Add what one row found to the audit's state; rows are committed in order. */
+export function commitRow(outcome: RowOutcome, state: AuditState): void {
+  const started = performance.now();
+  const { plan, probes, calibration, levels } = outcome;
+  const row = plan.row.index;
+  state.tally.addSideEffects(calibration);
+  state.acceptedByRow.set(row, attackFormats(levels, 'auto'));
+  state.calibration.push(...calibrationRows(row, levels.table));
+  if (levels.broken) state.broken.push({ row, answer: plan.row.answer, reason: levels.broken });
+  probes.forEach((probe, index) => {
+    const result = calibration[index]!;
+    if (probe.kind !== 'honest' || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
+    state.honestProbes.push({ kind: 'honest', row, answer: plan.row.answer, completion: probe.completion, reward: result.reward, format: probe.format, think: probe.think });
+  });
+  const attack = outcome.attack;
+  if (attack) {
+    state.candidateCount += attack.candidates.length;
+    state.tally.addSideEffects(attack.results);
+    for (const variant of attack.variants) {
+      state.variants.push({
+        row,
+        form: variant.form,
+        contested: variant.contested,
+        completion: excerpt(variant.completion, 120),
+        reward: variant.result.status === 'ok' ? variant.result.reward : null,
+        rewarded: isRewarded({ format: variant.format }, variant.result, levels),
+      });
+    }
+    state.tally.addJudged(attack.candidates, attack.verdicts, attack.shown);
+  }
+  state.phases.judge = (state.phases.judge ?? 0) + outcome.judgeMs + (performance.now() - started);
+}
