@@ -2,7 +2,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 /**
- * Keep the heap of a long audit near what it keeps alive. Each chunk of
+ * Keep the heap of a long audit near what it keeps alive. Each row's
  * candidates is promoted to the old generation while it waits on Python, and
  * V8 lets that generation grow several times over before collecting, so the
  * peak memory of an audit would grow with its length even though its live

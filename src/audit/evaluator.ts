@@ -36,7 +36,7 @@ export class Evaluator {
   private halted = false;
   /** Milliseconds the verifier's calls took, summed per phase (see EvaluateCall). */
   readonly callMs: Record<string, number> = {};
-  /** Progress is estimated from the chunks seen so far: rows are alike in size. */
+  /** Progress is estimated from the rows seen so far: rows are alike in size. */
   expectedTotal = 0;
   private progressDone = 0;
   /** Set once the audit's deadline has passed; every pending and later call fails with it. */

@@ -24,9 +24,9 @@ import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
  * gold and a wrong answer in every format, attack it in the formats it
  * accepts, settle every rewarded attack with the invariance test, check the
  * dataset's golds when packing, score the exploits, decide, and write the
- * record. Rows stream through in chunks so
- * memory stays flat however large the audit. Each stage lives in its own
- * module; this one only orders them.
+ * record. Rows are audited a bounded number at a time, side by side, so
+ * memory stays flat however large the audit and the workers never wait on
+ * one row. Each stage lives in its own module; this one only orders them.
  */
 
 export type { GateProbe } from './tally-outcomes.js';

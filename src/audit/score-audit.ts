@@ -5,7 +5,7 @@ import { hackability, hackRateInterval, type HackRate } from './score.js';
 import type { OutcomeTally } from './tally-outcomes.js';
 
 /**
- * The stage after the last chunk: score the exploits the tally holds and
+ * The stage after the last row: score the exploits the tally holds and
  * decide. Exploits alone feed the hackability score and the hack-rate
  * interval; false accepts reach the decision only for a strict policy.
  */

@@ -7,8 +7,8 @@ import type { FormatName } from './answer-values.js';
 import { SEVERITIES, type Severity } from '../types.js';
 
 /**
- * A running tally of judged candidates. The gate streams rows through it in
- * chunks, so memory stays flat however many rows × candidates an audit has:
+ * A running tally of judged candidates. The gate commits rows to it one by
+ * one, so memory stays flat however many rows × candidates an audit has:
  * only counts and bounded lists of examples are kept.
  */
 
