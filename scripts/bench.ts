@@ -525,7 +525,7 @@ async function main(): Promise<number> {
       command: ['npm run bench', ...(argv.length ? ['--', ...argv.map((arg, index) => (argv[index - 1] === '--python' ? 'PYTHON' : arg))] : [])].join(' '),
       quick: values.quick!,
       commit: gitCommit(),
-      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+      date: `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC`,
     },
     machine: {
       cpu: os.cpus()[0]?.model.trim() ?? 'unknown',

@@ -14,19 +14,24 @@ export interface DatasetRow {
   info: Record<string, unknown>;
 }
 
-const rowSchema = z
-  .object({
-    answer: z.union(
-      [z.string().refine((text) => text.trim() !== '', 'must not be empty'), z.number(), z.boolean()],
-      { error: 'must be a non-empty string, a number or true/false' },
-    ),
-    question: z.string().optional(),
-    prompt: z.string().optional(),
-    info: z.record(z.string(), z.unknown()).optional(),
-  })
-  .passthrough();
+/** Built on first use: only a run given a dataset reads one. */
+const buildRowSchema = () =>
+  z
+    .object({
+      answer: z.union(
+        [z.string().refine((text) => text.trim() !== '', 'must not be empty'), z.number(), z.boolean()],
+        { error: 'must be a non-empty string, a number or true/false' },
+      ),
+      question: z.string().optional(),
+      prompt: z.string().optional(),
+      info: z.record(z.string(), z.unknown()).optional(),
+    })
+    .passthrough();
+
+let rowSchema: ReturnType<typeof buildRowSchema> | undefined;
 
 export function parseRow(value: unknown, index: number, where: string): DatasetRow {
+  rowSchema ??= buildRowSchema();
   const parsed = rowSchema.safeParse(value);
   if (!parsed.success) {
     throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is invalid`, {

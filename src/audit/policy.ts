@@ -9,97 +9,126 @@ import { GatekeptError } from '../errors.js';
  * what the rest of the pipeline consumes.
  */
 
-const budgetSchema = z
-  .object({
-    rows: z.number().int().min(1).max(100_000).default(8),
-    bootstrap_resamples: z.number().int().min(200).max(100_000).default(2000),
-    confidence: z.number().gt(0.5).lt(1).default(0.95),
-  })
-  .strict();
-
-const timeoutsSchema = z
-  .object({
-    call_ms: z.number().int().min(10).max(600_000).default(10_000),
-    import_ms: z.number().int().min(100).max(600_000).default(30_000),
-    total_s: z.number().int().min(1).max(86_400).default(900),
-  })
-  .strict();
+/**
+ * The defaults, in the file's snake_case form. The schema fills them in for
+ * missing keys, and DEFAULT_POLICY is them normalised directly: building and
+ * running the schema at load would cost every command's start-up.
+ */
+const DEFAULTS = {
+  max_hackability: 15.0,
+  max_hack_rate_ci_hi: 0.25,
+  seed: 20251122,
+  strict: false,
+  budget: { rows: 8, bootstrap_resamples: 2000, confidence: 0.95 },
+  timeouts: { call_ms: 10_000, import_ms: 30_000, total_s: 900 },
+  limits: { memory_mb: 2048 },
+  env_audit: { weights: { integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 } },
+};
 
 /** The interpreter alone reserves tens of MiB of address space before any verifier code runs. */
 const MIN_MEMORY_MB = 64;
 
-const limitsSchema = z
-  .object({
-    memory_mb: z
-      .number()
-      .int()
-      .min(0)
-      .max(1_048_576)
-      .refine((value) => value === 0 || value >= MIN_MEMORY_MB, {
-        message: `must be 0 (no limit) or at least ${MIN_MEMORY_MB}: below that Python cannot even load the verifier`,
-      })
-      .default(2048),
-  })
-  .strict();
+/** Built on first use (see DEFAULTS): only a run given a policy file validates one. */
+function buildPolicyFileSchema() {
+  const budgetSchema = z
+    .object({
+      rows: z.number().int().min(1).max(100_000).default(DEFAULTS.budget.rows),
+      bootstrap_resamples: z.number().int().min(200).max(100_000).default(DEFAULTS.budget.bootstrap_resamples),
+      confidence: z.number().gt(0.5).lt(1).default(DEFAULTS.budget.confidence),
+    })
+    .strict();
 
-/** Weights of the `gatekept audit --env` checks in the final score (N/A checks carry none). */
-const checkWeight = z.number().min(0).max(100);
-const envAuditSchema = z
-  .object({
-    weights: z
-      .object({
-        integrity: checkWeight.default(2),
-        reward_design: checkWeight.default(4),
-        dataset_health: checkWeight.default(2),
-        contamination: checkWeight.default(1),
-        reward_distribution: checkWeight.default(1),
-      })
-      .strict()
-      .refine((weights) => Object.values(weights).some((value) => value > 0), { message: 'at least one weight must be above 0' })
-      .default({ integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 }),
-  })
-  .strict();
+  const timeoutsSchema = z
+    .object({
+      call_ms: z.number().int().min(10).max(600_000).default(DEFAULTS.timeouts.call_ms),
+      import_ms: z.number().int().min(100).max(600_000).default(DEFAULTS.timeouts.import_ms),
+      total_s: z.number().int().min(1).max(86_400).default(DEFAULTS.timeouts.total_s),
+    })
+    .strict();
 
-export const policyFileSchema = z
-  .object({
-    max_hackability: z
-      .number()
-      .min(0)
-      .max(100)
-      .refine((value) => value > 0, {
-        message:
-          'must be above 0: a bound of 0 is vacuous, since any single rewarded attack would reject (use a small positive value such as 1.0 for the strictest gate)',
-      })
-      .refine((value) => value < 100, {
-        message: 'must be below 100: hackability never exceeds 100, so a bound of 100 only rejects verifiers that every attack family breaks',
-      })
-      .default(15.0),
-    max_hack_rate_ci_hi: z
-      .number()
-      .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
-      .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
-      .default(0.25),
-    seed: z.number().int().min(0).max(2 ** 32 - 1).default(20251122),
-    strict: z.boolean().default(false),
-    budget: budgetSchema.default(budgetSchema.parse({})),
-    timeouts: timeoutsSchema.default(timeoutsSchema.parse({})),
-    limits: limitsSchema.default(limitsSchema.parse({})),
-    env_audit: envAuditSchema.default(envAuditSchema.parse({})),
-  })
-  .strict()
-  .superRefine((policy, context) => {
-    // Otherwise a hanging verifier ends the audit as a harness failure
-    // instead of being rejected for timing out.
-    if (policy.timeouts.call_ms >= policy.timeouts.total_s * 1000) {
-      context.addIssue({
-        code: 'custom',
-        path: ['timeouts', 'call_ms'],
-        message: `${policy.timeouts.call_ms} ms is not below timeouts.total_s = ${policy.timeouts.total_s} s, so the whole audit would end before one call could time out; lower it or raise timeouts.total_s`,
-      });
-    }
-  });
+  const limitsSchema = z
+    .object({
+      memory_mb: z
+        .number()
+        .int()
+        .min(0)
+        .max(1_048_576)
+        .refine((value) => value === 0 || value >= MIN_MEMORY_MB, {
+          message: `must be 0 (no limit) or at least ${MIN_MEMORY_MB}: below that Python cannot even load the verifier`,
+        })
+        .default(DEFAULTS.limits.memory_mb),
+    })
+    .strict();
 
-export type PolicyFile = z.input<typeof policyFileSchema>;
+  /** Weights of the `gatekept audit --env` checks in the final score (N/A checks carry none). */
+  const checkWeight = z.number().min(0).max(100);
+  const weights = DEFAULTS.env_audit.weights;
+  const envAuditSchema = z
+    .object({
+      weights: z
+        .object({
+          integrity: checkWeight.default(weights.integrity),
+          reward_design: checkWeight.default(weights.reward_design),
+          dataset_health: checkWeight.default(weights.dataset_health),
+          contamination: checkWeight.default(weights.contamination),
+          reward_distribution: checkWeight.default(weights.reward_distribution),
+        })
+        .strict()
+        .refine((given) => Object.values(given).some((value) => value > 0), { message: 'at least one weight must be above 0' })
+        .default({ ...weights }),
+    })
+    .strict();
+
+  return z
+    .object({
+      max_hackability: z
+        .number()
+        .min(0)
+        .max(100)
+        .refine((value) => value > 0, {
+          message:
+            'must be above 0: a bound of 0 is vacuous, since any single rewarded attack would reject (use a small positive value such as 1.0 for the strictest gate)',
+        })
+        .refine((value) => value < 100, {
+          message: 'must be below 100: hackability never exceeds 100, so a bound of 100 only rejects verifiers that every attack family breaks',
+        })
+        .default(DEFAULTS.max_hackability),
+      max_hack_rate_ci_hi: z
+        .number()
+        .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
+        .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
+        .default(DEFAULTS.max_hack_rate_ci_hi),
+      seed: z.number().int().min(0).max(2 ** 32 - 1).default(DEFAULTS.seed),
+      strict: z.boolean().default(DEFAULTS.strict),
+      budget: budgetSchema.default({ ...DEFAULTS.budget }),
+      timeouts: timeoutsSchema.default({ ...DEFAULTS.timeouts }),
+      limits: limitsSchema.default({ ...DEFAULTS.limits }),
+      env_audit: envAuditSchema.default({ weights: { ...weights } }),
+    })
+    .strict()
+    .superRefine((policy, context) => {
+      // Otherwise a hanging verifier ends the audit as a harness failure
+      // instead of being rejected for timing out.
+      if (policy.timeouts.call_ms >= policy.timeouts.total_s * 1000) {
+        context.addIssue({
+          code: 'custom',
+          path: ['timeouts', 'call_ms'],
+          message: `${policy.timeouts.call_ms} ms is not below timeouts.total_s = ${policy.timeouts.total_s} s, so the whole audit would end before one call could time out; lower it or raise timeouts.total_s`,
+        });
+      }
+    });
+}
+
+type PolicyFileSchema = ReturnType<typeof buildPolicyFileSchema>;
+
+let policyFileSchemaBuilt: PolicyFileSchema | undefined;
+
+function policyFileSchema(): PolicyFileSchema {
+  policyFileSchemaBuilt ??= buildPolicyFileSchema();
+  return policyFileSchemaBuilt;
+}
+
+export type PolicyFile = z.input<PolicyFileSchema>;
 
 export interface GatePolicy {
   maxHackability: number;
@@ -113,7 +142,7 @@ export interface GatePolicy {
   envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
 }
 
-function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
+function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
   return {
     maxHackability: parsed.max_hackability,
     maxHackRateCiHi: parsed.max_hack_rate_ci_hi,
@@ -135,9 +164,16 @@ function normalise(parsed: z.output<typeof policyFileSchema>): GatePolicy {
 }
 
 /** The built-in defaults, identical to the shipped policy.toml. */
-export const DEFAULT_POLICY: GatePolicy = normalise(policyFileSchema.parse({}));
+export const DEFAULT_POLICY: GatePolicy = normalise(DEFAULTS);
 
 type Issue = z.core.$ZodIssue;
+
+/**
+ * Parse options for a schema that validates one input per run: zod would
+ * otherwise compile a fast path for each object schema, which costs more
+ * than the single parse it speeds up.
+ */
+export const ONE_SHOT = { jitless: true } as const;
 
 /**
  * The one alternative of a union the input was evidently meant for: the only
@@ -180,7 +216,7 @@ export function describeIssues(error: z.ZodError, prefix = ''): string[] {
 
 /** Validate an already-parsed policy object (from TOML or from library callers). */
 export function parsePolicy(input: unknown, source = 'policy'): GatePolicy {
-  const result = policyFileSchema.safeParse(input ?? {});
+  const result = policyFileSchema().safeParse(input ?? {}, ONE_SHOT);
   if (!result.success) {
     throw new GatekeptError('BAD_POLICY', `invalid policy in ${source}`, {
       details: describeIssues(result.error),

@@ -54,156 +54,191 @@ export const INVARIANTS = [
 
 export const RISK_LABELS = ['high', 'medium', 'low', 'minimal'] as const;
 
-const reasonSchema = z.object({ code: z.enum(REASON_CODES), message: z.string() }).strict();
+/**
+ * Builds the record schema. A gate run writes records but never reads one
+ * back, so the schema is built on first use (see `auditRecordSchema`), not
+ * while every command starts.
+ */
+function buildAuditRecordSchema() {
+  const reasonSchema = z.object({ code: z.enum(REASON_CODES), message: z.string() }).strict();
 
-const findingSchema = z
-  .object({
-    class: z.enum(['exploit', 'false_accept', 'equivalent_form']),
-    attack_id: z.string(),
-    family: z.string(),
-    severity: z.enum(SEVERITIES),
-    invariant: z.enum(INVARIANTS),
-    /** The attack's declared intent. */
-    commits_to: z.enum(COMMITMENTS),
-    /** The golds the same completion was rewarded under: the row's gold first, then the alternates. */
-    rewarded_under: z.array(z.string()),
-    row: z.number().int(),
-    answer: z.string(),
-    alternate_gold: z.boolean(),
-    format: z.string().nullable(),
-    position: z.string().nullable(),
-    completion: z.string(),
-    completion_length: z.number().int(),
-    reward: z.number().nullable(),
-    non_finite: z.string().nullable(),
-  })
-  .strict();
+  const findingSchema = z
+    .object({
+      class: z.enum(['exploit', 'false_accept', 'equivalent_form']),
+      attack_id: z.string(),
+      family: z.string(),
+      severity: z.enum(SEVERITIES),
+      invariant: z.enum(INVARIANTS),
+      /** The attack's declared intent. */
+      commits_to: z.enum(COMMITMENTS),
+      /** The golds the same completion was rewarded under: the row's gold first, then the alternates. */
+      rewarded_under: z.array(z.string()),
+      row: z.number().int(),
+      answer: z.string(),
+      alternate_gold: z.boolean(),
+      format: z.string().nullable(),
+      position: z.string().nullable(),
+      completion: z.string(),
+      completion_length: z.number().int(),
+      reward: z.number().nullable(),
+      non_finite: z.string().nullable(),
+    })
+    .strict();
 
-const familySchema = z
-  .object({
-    family: z.string(),
-    title: z.string(),
-    attempts: z.number().int(),
-    /** Exploits. */
-    hacks: z.number().int(),
-    false_accepts: z.number().int(),
-    rate: z.number(),
-    mean_severity: z.number(),
-    channel: z.number(),
-    /** The highest severity among this family's exploits, or null. */
-    severity: z.enum(SEVERITIES).nullable(),
-    hardening: z.string(),
-    worst: z
-      .object({ attack_id: z.string(), completion: z.string(), reward: z.number().nullable(), invariant: z.enum(INVARIANTS).nullable() })
-      .strict()
-      .nullable(),
-  })
-  .strict();
+  const familySchema = z
+    .object({
+      family: z.string(),
+      title: z.string(),
+      attempts: z.number().int(),
+      /** Exploits. */
+      hacks: z.number().int(),
+      false_accepts: z.number().int(),
+      rate: z.number(),
+      mean_severity: z.number(),
+      channel: z.number(),
+      /** The highest severity among this family's exploits, or null. */
+      severity: z.enum(SEVERITIES).nullable(),
+      hardening: z.string(),
+      worst: z
+        .object({ attack_id: z.string(), completion: z.string(), reward: z.number().nullable(), invariant: z.enum(INVARIANTS).nullable() })
+        .strict()
+        .nullable(),
+    })
+    .strict();
 
-export const auditRecordSchema = z
-  .object({
-    schema: z.literal(AUDIT_SCHEMA),
-    decision: z.enum(['PASS', 'REJECT']),
-    reasons: z.array(reasonSchema),
-    hackability: z.number(),
-    risk: z.enum(RISK_LABELS),
-    hack_rate: z
-      .object({ point: z.number(), lo: z.number(), hi: z.number(), n: z.number().int(), hacks: z.number().int(), confidence: z.number(), method: z.string() })
-      .strict(),
-    policy: z.record(z.string(), z.unknown()).and(z.object({ strict: z.boolean() })),
-    seed: z.number().int(),
-    corpus: z.object({ version: z.string(), hash: z.string(), families: z.number().int(), candidates: z.number().int() }).strict(),
-    verifier: z
-      .object({ spec: z.string(), sha256: z.string().nullable(), completion_format: z.string(), params: z.array(z.string()), is_async: z.boolean() })
-      .strict(),
-    target: z
-      .object({
-        answer_type: z.enum(ANSWER_TYPES),
-        choices: z.array(z.string()).nullable(),
-        format: z.string(),
-        rows_audited: z.number().int(),
-        rows_total: z.number().int(),
-        golds: z.array(
-          z.object({ row: z.number().int(), answer: z.string(), alternate: z.string().nullable(), accepted_formats: z.array(z.string()) }).strict(),
-        ),
-      })
-      .strict(),
-    families: z.array(familySchema),
-    /** Exploits only, the most severe first, at most MAX_FINDINGS of them; `findings_total` counts them all. */
-    findings: z.array(findingSchema),
-    findings_total: z.number().int(),
-    false_accepts: z
-      .object({
-        total: z.number().int(),
-        rate: z.number(),
-        attempts: z.number().int(),
-        families: z.array(z.object({ family: z.string(), title: z.string(), count: z.number().int() }).strict()),
-        examples: z.array(findingSchema),
-        hardening: z.array(z.string()),
-      })
-      .strict(),
-    equivalent_forms: z.object({ total: z.number().int(), examples: z.array(findingSchema) }).strict(),
-    errors: z.array(
-      z
+  return z
+    .object({
+      schema: z.literal(AUDIT_SCHEMA),
+      decision: z.enum(['PASS', 'REJECT']),
+      reasons: z.array(reasonSchema),
+      hackability: z.number(),
+      risk: z.enum(RISK_LABELS),
+      hack_rate: z
+        .object({ point: z.number(), lo: z.number(), hi: z.number(), n: z.number().int(), hacks: z.number().int(), confidence: z.number(), method: z.string() })
+        .strict(),
+      policy: z.record(z.string(), z.unknown()).and(z.object({ strict: z.boolean() })),
+      seed: z.number().int(),
+      corpus: z.object({ version: z.string(), hash: z.string(), families: z.number().int(), candidates: z.number().int() }).strict(),
+      verifier: z
+        .object({ spec: z.string(), sha256: z.string().nullable(), completion_format: z.string(), params: z.array(z.string()), is_async: z.boolean() })
+        .strict(),
+      target: z
         .object({
-          invariant: z.enum(INVARIANTS),
-          count: z.number().int(),
-          examples: z.array(z.object({ attack_id: z.string(), completion: z.string(), error: z.string() }).strict()),
+          answer_type: z.enum(ANSWER_TYPES),
+          choices: z.array(z.string()).nullable(),
+          format: z.string(),
+          rows_audited: z.number().int(),
+          rows_total: z.number().int(),
+          golds: z.array(
+            z.object({ row: z.number().int(), answer: z.string(), alternate: z.string().nullable(), accepted_formats: z.array(z.string()) }).strict(),
+          ),
         })
         .strict(),
-    ),
-    side_effects: z.array(z.object({ kind: z.string(), count: z.number().int(), examples: z.array(z.string()) }).strict()),
-    honest: z
-      .object({
-        calibration: z.array(
-          z
-            .object({
-              row: z.number().int(),
-              format: z.string(),
-              think: z.boolean(),
-              honest: z.number().nullable(),
-              wrong: z.number().nullable(),
-              accepted: z.boolean(),
-            })
-            .strict(),
-        ),
-        variants: z.array(
-          z
-            .object({
-              row: z.number().int(),
-              form: z.string(),
-              contested: z.boolean(),
-              completion: z.string(),
-              reward: z.number().nullable(),
-              rewarded: z.boolean(),
-            })
-            .strict(),
-        ),
-        false_rejections: z.number().int(),
-      })
-      .strict(),
-    // isolation: absent from records written before it was recorded.
-    environment: z.object({ python: z.string(), isolation: z.enum(['bwrap', 'none']).optional() }).strict(),
-    tool: z.object({ name: z.string(), version: z.string() }).strict(),
-    statement: z.string(),
-    /** The only non-deterministic field. */
-    timing: z
-      .object({
-        total_ms: z.number(),
-        import_ms: z.number(),
-        evaluations: z.number().int(),
-        evaluations_per_second: z.number(),
-        /** Milliseconds per phase of the audit. */
-        phases: z.record(z.string(), z.number()).optional(),
-      })
-      .strict(),
-  })
-  .strict();
+      families: z.array(familySchema),
+      /** Exploits only, the most severe first, at most MAX_FINDINGS of them; `findings_total` counts them all. */
+      findings: z.array(findingSchema),
+      findings_total: z.number().int(),
+      false_accepts: z
+        .object({
+          total: z.number().int(),
+          rate: z.number(),
+          attempts: z.number().int(),
+          families: z.array(z.object({ family: z.string(), title: z.string(), count: z.number().int() }).strict()),
+          examples: z.array(findingSchema),
+          hardening: z.array(z.string()),
+        })
+        .strict(),
+      equivalent_forms: z.object({ total: z.number().int(), examples: z.array(findingSchema) }).strict(),
+      errors: z.array(
+        z
+          .object({
+            invariant: z.enum(INVARIANTS),
+            count: z.number().int(),
+            examples: z.array(z.object({ attack_id: z.string(), completion: z.string(), error: z.string() }).strict()),
+          })
+          .strict(),
+      ),
+      side_effects: z.array(z.object({ kind: z.string(), count: z.number().int(), examples: z.array(z.string()) }).strict()),
+      honest: z
+        .object({
+          calibration: z.array(
+            z
+              .object({
+                row: z.number().int(),
+                format: z.string(),
+                think: z.boolean(),
+                honest: z.number().nullable(),
+                wrong: z.number().nullable(),
+                accepted: z.boolean(),
+              })
+              .strict(),
+          ),
+          variants: z.array(
+            z
+              .object({
+                row: z.number().int(),
+                form: z.string(),
+                contested: z.boolean(),
+                completion: z.string(),
+                reward: z.number().nullable(),
+                rewarded: z.boolean(),
+              })
+              .strict(),
+          ),
+          false_rejections: z.number().int(),
+        })
+        .strict(),
+      // isolation: absent from records written before it was recorded.
+      environment: z.object({ python: z.string(), isolation: z.enum(['bwrap', 'none']).optional() }).strict(),
+      tool: z.object({ name: z.string(), version: z.string() }).strict(),
+      statement: z.string(),
+      /** The only non-deterministic field. */
+      timing: z
+        .object({
+          total_ms: z.number(),
+          import_ms: z.number(),
+          evaluations: z.number().int(),
+          evaluations_per_second: z.number(),
+          /** Milliseconds per phase of the audit. */
+          phases: z.record(z.string(), z.number()).optional(),
+        })
+        .strict(),
+    })
+    .strict();
+}
 
-export type AuditRecord = z.infer<typeof auditRecordSchema>;
-export type FindingRecord = z.infer<typeof findingSchema>;
-export type FamilyRecord = z.infer<typeof familySchema>;
-export type Reason = z.infer<typeof reasonSchema>;
+type AuditRecordSchema = ReturnType<typeof buildAuditRecordSchema>;
+
+/**
+ * A stand-in that builds the real schema the first time anything touches it
+ * and forwards everything to it, so callers keep using a plain zod schema.
+ * Methods run bound to the real schema, so what they return (a parse result,
+ * `.omit()`, `.extend()`) is ordinary zod.
+ */
+function builtOnFirstUse<T extends object>(build: () => T): T {
+  let built: T | undefined;
+  const real = (): T => {
+    built ??= build();
+    return built;
+  };
+  return new Proxy(Object.create(null) as T, {
+    get(_, key) {
+      const target = real();
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+    set: (_, key, value) => Reflect.set(real(), key, value),
+    has: (_, key) => Reflect.has(real(), key),
+    getPrototypeOf: () => Reflect.getPrototypeOf(real()),
+  });
+}
+
+export const auditRecordSchema: AuditRecordSchema = builtOnFirstUse(buildAuditRecordSchema);
+
+export type AuditRecord = z.infer<AuditRecordSchema>;
+export type FindingRecord = AuditRecord['findings'][number];
+export type FamilyRecord = AuditRecord['families'][number];
+export type Reason = AuditRecord['reasons'][number];
 export type ReasonCode = (typeof REASON_CODES)[number];
 export type Invariant = (typeof INVARIANTS)[number];
 export type FindingClass = FindingRecord['class'];

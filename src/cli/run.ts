@@ -3,14 +3,11 @@ import { Command, CommanderError, Option } from 'commander';
 import * as z from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
-import { REPORT_FILE_NAME, reportFormatFor, writeReport } from '../report/render-report.js';
 import { gate } from '../audit/gate.js';
-import { DEFAULT_POLICY, describeIssues, loadPolicy, type GatePolicy } from '../audit/policy.js';
+import { DEFAULT_POLICY, describeIssues, loadPolicy, ONE_SHOT, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
-import { smokeCommand } from './smoke-command.js';
-import { auditCommand } from './audit-command.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
@@ -28,19 +25,29 @@ const integer = (name: string) =>
     .transform(Number);
 
 /** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
-const seedOption = z
-  .string()
-  .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
-  .transform(Number)
-  .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+const seedOption = () =>
+  z
+    .string()
+    .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
+    .transform(Number)
+    .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
 
 /**
  * Resolve the sandbox before the run, so that a run without isolation says
  * so every time, and a required one that is missing fails before any work.
  */
-async function announceSandbox(io: Io, opening: Promise<Sandbox>): Promise<void> {
-  const sandbox = await opening;
-  if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+/**
+ * Says what the probe finds as soon as it answers, without holding the
+ * command up: the first worker starts meanwhile (see openVerifierSession), and
+ * a sandbox that cannot be had fails the command there.
+ */
+function announceSandbox(io: Io, opening: Promise<Sandbox>): void {
+  opening.then(
+    (sandbox) => {
+      if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+    },
+    () => undefined,
+  );
 }
 
 /** Probing the sandbox starts a process: it runs while the policy is read, and is awaited after it. */
@@ -66,42 +73,49 @@ function probePythonEarly(python: string | undefined): void {
 
 const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
 
-const gateOptionsSchema = z
-  .object({
-    reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
-    answer: z.string().optional(),
-    answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-    choices: z
-      .string()
-      .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
-      .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
-      .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
-      .optional(),
-    format: z
-      .array(
-        z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
-          message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
-        }),
-      )
-      .default([]),
-    dataset: z.string().optional(),
-    policy: z.string().optional(),
-    seed: seedOption.optional(),
-    json: z.boolean().default(false),
-    strict: z.boolean().optional(),
-    report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-    python: z.string().optional(),
-    sandbox: z.enum(SANDBOX_MODES).default('auto'),
-    pythonpath: z.array(z.string()).default([]),
-    completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
-    workers: integer('--workers')
-      .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-      .optional(),
-  })
-  .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
-    message: 'give exactly one of --answer G or --dataset rows.jsonl',
-    path: ['answer'],
-  });
+/*
+ * The option schemas are built by the command that runs, when it runs:
+ * building every command's schema would cost each start-up, and each is
+ * used once.
+ */
+
+const gateOptionsSchema = () =>
+  z
+    .object({
+      reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
+      answer: z.string().optional(),
+      answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
+      choices: z
+        .string()
+        .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
+        .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
+        .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
+        .optional(),
+      format: z
+        .array(
+          z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
+            message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
+          }),
+        )
+        .default([]),
+      dataset: z.string().optional(),
+      policy: z.string().optional(),
+      seed: seedOption().optional(),
+      json: z.boolean().default(false),
+      strict: z.boolean().optional(),
+      report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
+      python: z.string().optional(),
+      sandbox: z.enum(SANDBOX_MODES).default('auto'),
+      pythonpath: z.array(z.string()).default([]),
+      completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
+      workers: integer('--workers')
+        .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
+        .optional(),
+    })
+    .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
+      message: 'give exactly one of --answer G or --dataset rows.jsonl',
+      path: ['answer'],
+    });
 
 const OPTION_FLAGS: Record<string, string> = {
   reward: '--reward',
@@ -121,7 +135,7 @@ const OPTION_FLAGS: Record<string, string> = {
 
 /** Validate commander's raw options; every invalid option on its own line. */
 export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
-  const parsed = schema.safeParse(raw);
+  const parsed = schema.safeParse(raw, ONE_SHOT);
   if (!parsed.success) {
     throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
       details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => OPTION_FLAGS[key] ?? key)),
@@ -137,6 +151,9 @@ export async function resolvePolicy(file: string | undefined): Promise<GatePolic
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+/** Loaded when a report is asked for: the HTML and Markdown writers are most of that module. */
+const reports = () => import('../report/render-report.js');
 
 function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
   return new Command('gate')
@@ -163,13 +180,13 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
-      const options = parseOptions(gateOptionsSchema, raw);
+      const options = parseOptions(gateOptionsSchema(), raw);
       // A report name with no known format fails now, not after the audit.
-      if (options.report !== undefined) reportFormatFor(options.report);
+      if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
       const sandbox = probeSandbox(options.sandbox);
       probePythonEarly(options.python);
       const policy = await resolvePolicy(options.policy);
-      await announceSandbox(io, sandbox);
+      announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
         const result = await gate({
@@ -191,7 +208,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
         });
         progress?.done();
         io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatScorecard(result.record)}\n`);
-        if (options.report !== undefined) io.stderr(`report written to ${await writeReport(result.record, options.report)}\n`);
+        if (options.report !== undefined) io.stderr(`report written to ${await (await reports()).writeReport(result.record, options.report)}\n`);
         setExit(result.exitCode);
       } finally {
         progress?.done();
@@ -199,27 +216,29 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     });
 }
 
-const packOptionsSchema = z.object({
-  seed: z.string().min(1, 'give a seed JSON file, e.g. examples/arith.json'),
-  out: z.string().min(1, 'give the output directory'),
-  policy: z.string().optional(),
-  force: z.boolean().default(false),
-  archive: z.boolean().default(false),
-  target: z.array(z.string()).optional(),
-  json: z.boolean().default(false),
-  report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-  python: z.string().optional(),
-  sandbox: z.enum(SANDBOX_MODES).default('auto'),
-  workers: integer('--workers')
-    .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-    .optional(),
-});
+const packOptionsSchema = () =>
+  z.object({
+    seed: z.string().min(1, 'give a seed JSON file, e.g. examples/arith.json'),
+    out: z.string().min(1, 'give the output directory'),
+    policy: z.string().optional(),
+    force: z.boolean().default(false),
+    archive: z.boolean().default(false),
+    target: z.array(z.string()).optional(),
+    json: z.boolean().default(false),
+    report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
+    python: z.string().optional(),
+    sandbox: z.enum(SANDBOX_MODES).default('auto'),
+    workers: integer('--workers')
+      .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
+      .optional(),
+  });
 
 /**
  * A pack report is written whatever the decision, so it must live outside
  * --out: on REJECT nothing may appear there.
  */
-function checkPackReport(report: string, out: string): void {
+async function checkPackReport(report: string, out: string): Promise<void> {
+  const { REPORT_FILE_NAME, reportFormatFor } = await reports();
   reportFormatFor(report);
   const relative = path.relative(path.resolve(out), path.resolve(report));
   if (relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative))) {
@@ -248,12 +267,12 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
-      const options = parseOptions(packOptionsSchema, raw);
-      if (options.report !== undefined) checkPackReport(options.report, options.out);
+      const options = parseOptions(packOptionsSchema(), raw);
+      if (options.report !== undefined) await checkPackReport(options.report, options.out);
       const sandbox = probeSandbox(options.sandbox);
       probePythonEarly(options.python);
       const policy = await resolvePolicy(options.policy);
-      await announceSandbox(io, sandbox);
+      announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'gating');
       try {
         // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
@@ -278,6 +297,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           io.stdout(`${formatScorecard(record)}\n`);
           for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
         }
+        const { REPORT_FILE_NAME, writeReport } = await reports();
         if (options.report !== undefined) io.stderr(`report written to ${await writeReport(record, options.report)}\n`);
         if (result.emitted && result.packaged) {
           const packages = Object.values(result.packaged.targets).map((dir) => path.relative(result.packaged!.root, dir));
@@ -292,7 +312,21 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     });
 }
 
-export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command {
+/**
+ * `smoke` and `audit` are loaded only when they may run: `gate`, `pack` and
+ * `--version` start without their modules (and the schemas those build);
+ * anything else (those commands, `--help`, a mistyped name) gets the whole
+ * program.
+ */
+const WITHOUT_OTHER_COMMANDS: ReadonlySet<string> = new Set(['gate', 'pack', '--version', '-V']);
+
+async function otherCommands(argv: readonly string[]): Promise<((io: Io, setExit: (code: ExitCode) => void) => Command)[]> {
+  if (argv[0] !== undefined && WITHOUT_OTHER_COMMANDS.has(argv[0])) return [];
+  const [{ smokeCommand }, { auditCommand }] = await Promise.all([import('./smoke-command.js'), import('./audit-command.js')]);
+  return [smokeCommand, auditCommand];
+}
+
+export async function buildProgram(io: Io, setExit: (code: ExitCode) => void, argv: readonly string[] = []): Promise<Command> {
   const program = new Command('gatekept')
     .description('Gate RL reward verifiers against a deterministic attack corpus; emit environments only on PASS.')
     .version(TOOL.version)
@@ -301,8 +335,7 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
     .showSuggestionAfterError();
   program.addCommand(gateCommand(io, setExit));
   program.addCommand(packCommand(io, setExit));
-  program.addCommand(smokeCommand(io, setExit));
-  program.addCommand(auditCommand(io, setExit));
+  for (const command of await otherCommands(argv)) program.addCommand(command(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
   return program;
 }
@@ -310,10 +343,14 @@ export function buildProgram(io: Io, setExit: (code: ExitCode) => void): Command
 /** Run the CLI; resolves to the exit code. Never throws. */
 export async function run(argv: readonly string[], io: Io = defaultIo): Promise<ExitCode> {
   let code: ExitCode = EXIT.pass;
-  const program = buildProgram(io, (value) => {
-    code = value;
-  });
   try {
+    const program = await buildProgram(
+      io,
+      (value) => {
+        code = value;
+      },
+      argv,
+    );
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (error) {

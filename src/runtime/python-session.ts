@@ -18,7 +18,7 @@ import { liveDirRegistry } from './cleanup.js';
 import { escapeControl, escapeLine } from './escape-control.js';
 import { describeExit, LineFramer, PythonProcess, tailLines, waitFor, type ExitInfo } from './python-process.js';
 import { probePython, resolvePython } from './resolve-python.js';
-import { openSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
+import { hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
 import { makeWorkDir } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
 import { verifierTraceback } from '../report/verifier-traceback.js';
@@ -277,28 +277,41 @@ const LOAD_ERROR_KINDS = [
   'import_timeout',
 ] as const;
 
-const loadErrorSchema = z.object({
-  kind: z.enum(LOAD_ERROR_KINDS),
-  type: z.string(),
-  message: z.string(),
-  traceback: z.string(),
-});
-type LoadError = z.infer<typeof loadErrorSchema>;
-
-const readyReplySchema = z.union([
+/*
+ * Built when the first worker answers (see parseReply), not while the CLI
+ * starts: constructing zod schemas is a visible share of start-up.
+ */
+const loadErrorSchema = () =>
   z.object({
-    op: z.literal('ready'),
-    ok: z.literal(true),
-    params: z.array(z.string()),
-    var_kwargs: z.boolean(),
-    is_async: z.boolean(),
-    python: z.string(),
-    source_file: z.string().nullable(),
-    import_ms: z.number(),
-  }),
-  z.object({ op: z.literal('ready'), ok: z.literal(false), error: loadErrorSchema }),
-  z.object({ op: z.literal('error'), message: z.string() }),
-]);
+    kind: z.enum(LOAD_ERROR_KINDS),
+    type: z.string(),
+    message: z.string(),
+    traceback: z.string(),
+  });
+type LoadError = z.infer<ReturnType<typeof loadErrorSchema>>;
+
+const buildReadyReplySchema = () =>
+  z.union([
+    z.object({
+      op: z.literal('ready'),
+      ok: z.literal(true),
+      params: z.array(z.string()),
+      var_kwargs: z.boolean(),
+      is_async: z.boolean(),
+      python: z.string(),
+      source_file: z.string().nullable(),
+      import_ms: z.number(),
+    }),
+    z.object({ op: z.literal('ready'), ok: z.literal(false), error: loadErrorSchema() }),
+    z.object({ op: z.literal('error'), message: z.string() }),
+  ]);
+
+let readyReplyBuilt: ReturnType<typeof buildReadyReplySchema> | undefined;
+
+function readyReplySchema(): ReturnType<typeof buildReadyReplySchema> {
+  readyReplyBuilt ??= buildReadyReplySchema();
+  return readyReplyBuilt;
+}
 
 function protocolError(problem: string, line: string): GatekeptError {
   return new GatekeptError('HARNESS_PROTOCOL', `the Python harness sent an invalid reply: ${problem}`, {
@@ -314,14 +327,19 @@ function tampered(message: string, line: string): GatekeptError {
   });
 }
 
-function parseReply<T>(schema: z.ZodType<T>, line: string): T {
+/**
+ * `schema` builds (or returns the built) schema: see readyReplySchema. Each
+ * worker sends one such reply, too few for zod's compiled fast path to pay
+ * for compiling it.
+ */
+function parseReply<T>(schema: () => z.ZodType<T>, line: string): T {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
     throw protocolError('not JSON', line);
   }
-  const parsed = schema.safeParse(value);
+  const parsed = schema().safeParse(value, { jitless: true });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
@@ -1292,7 +1310,31 @@ async function listTree(root: string, limit = HOME_ENTRIES_CHECKED): Promise<str
 
 export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
   const normalised = normaliseOptions(options);
-  const [runtime, sandbox] = await Promise.all([probePython(normalised.python), openSandbox(normalised.sandbox)]);
+  const probing = openSandbox(normalised.sandbox);
+  probing.catch(() => undefined);
+  // The first worker of a process starts in the sandbox hoped for while the
+  // probe runs (the probe is one process start on the way to the first
+  // call), and is replaced only when the probe finds a different one.
+  const hoped = hopedSandbox(normalised.sandbox);
+  if (hoped) {
+    const hopeful = startSession(normalised, hoped);
+    hopeful.catch(() => undefined);
+    let sandbox: Sandbox;
+    try {
+      sandbox = await probing;
+    } catch (error) {
+      await hopeful.then((session) => session.close(), () => undefined);
+      throw error;
+    }
+    if (sameSandbox(sandbox, hoped)) return hopeful;
+    await hopeful.then((session) => session.close(), () => undefined);
+    return startSession(normalised, sandbox);
+  }
+  return startSession(normalised, await probing);
+}
+
+async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Promise<VerifierSession> {
+  const runtime = await probePython(normalised.python);
   const workdir = await makeWorkDir(liveDirRegistry());
   const readable = [
     ...runtime.paths,

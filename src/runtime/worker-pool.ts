@@ -291,7 +291,10 @@ export class WorkerPool {
       this.observe(results);
       this.evaluated += results.length;
       let offset = 0;
-      for (const { evaluation, indices } of parts) this.deliver(evaluation, indices, results.slice(offset, (offset += indices.length)));
+      for (const { evaluation, indices } of parts) {
+        this.deliver(evaluation, indices, results.slice(offset, offset + indices.length));
+        offset += indices.length;
+      }
       // Timed calls tell whether the rest is worth another worker.
       this.grow();
     }
