@@ -44,6 +44,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import json.scanner
 import mmap
 import posix
 import re
@@ -99,7 +100,11 @@ _waitpid = os.waitpid
 _WNOHANG = os.WNOHANG
 _open = open
 _encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
-_decode_text = json.JSONDecoder().decode
+_DECODER = json.JSONDecoder()
+_decode_text = _DECODER.decode
+# The scanner decode() itself runs (the C one where there is one), without
+# decode()'s two whitespace matches and its Python frames around it.
+_scan_once = json.scanner.c_make_scanner(_DECODER) if json.scanner.c_make_scanner is not None else None
 
 MESSAGE_LIMIT = 500
 TRACEBACK_LIMIT = 2000
@@ -207,8 +212,13 @@ S.workdir_real = ""
 S.workdir_prefix = ""
 S.call_timeout = 2.0
 S.messages = True
+S.completion_format = "messages"
 S.fn = None
 S.plan = None
+# The plan in the form each call reads it (see _call_form).
+S.positional = ()
+S.keywords = ()
+S.whole_pool = False
 S.is_async = False
 S.loop = None
 S.ready = False
@@ -275,7 +285,18 @@ def _record(kind, detail):
 def _decode_json(line):
     # Decoding to str first skips json.loads' encoding sniffing, a visible
     # share of the per-request cost.
-    return _decode_text(line.decode("utf-8", "replace"))
+    text = line.decode("utf-8", "replace")
+    if _scan_once is not None:
+        # A line that is one value with nothing around it scans as decode()
+        # would scan it; anything else (whitespace, extra data, no value at
+        # all) goes through decode(), which also words the error.
+        try:
+            value, end = _scan_once(text, 0)
+        except StopIteration:
+            return _decode_text(text)
+        if end == len(text):
+            return value
+    return _decode_text(text)
 
 
 def _write_all(fd, data):
@@ -311,6 +332,7 @@ REPLY_BLOCK_SECONDS = 0.02
 _REGION_HEADER = 16
 _pack_into = struct.pack_into
 _unpack_from = struct.unpack_from
+_pack_used = struct.Struct("<Q").pack_into
 
 
 class _Outbox(object):
@@ -323,24 +345,27 @@ class _Outbox(object):
         self.since = 0.0
 
     def put(self, reply):
-        if _in_child():
+        if _getpid() != S.main_pid:
             _real_exit(0)
         size = len(reply)
-        if self.used + size > self.room:
+        used = self.used
+        if used + size > self.room:
             self.flush()
             if size > self.room:
                 _send(reply)
                 self.sent += 1
                 _pack_into("<QQ", self.region, 0, 0, self.sent)
                 return
-        if self.used == 0:
+            used = 0
+        if used == 0:
             self.since = _perf_counter()
-        start = _REGION_HEADER + self.used
-        self.region[start : start + size] = reply
-        self.used += size
+        start = _REGION_HEADER + used
+        region = self.region
+        region[start : start + size] = reply
+        self.used = used = used + size
         self.held += 1
-        _pack_into("<Q", self.region, 0, self.used)
-        if self.used >= REPLY_BLOCK_BYTES or _perf_counter() - self.since >= REPLY_BLOCK_SECONDS:
+        _pack_used(region, 0, used)
+        if used >= REPLY_BLOCK_BYTES or _perf_counter() - self.since >= REPLY_BLOCK_SECONDS:
             self.flush()
 
     def flush(self):
@@ -730,25 +755,36 @@ def _on_timer(signum, frame):
     raise _Timeout()
 
 
+# Plain ints: the signal module's names are enum members behind module
+# lookups, paid twice per call otherwise.
+_SIGALRM = int(signal.SIGALRM)
+_SIGPROF = int(signal.SIGPROF)
+_ITIMER_REAL = signal.ITIMER_REAL
+_ITIMER_PROF = signal.ITIMER_PROF
+
+
 def _arm(seconds):
-    if _getsignal(signal.SIGALRM) is not _on_timer:
-        _signal(signal.SIGALRM, _on_timer)
-    if _getsignal(signal.SIGPROF) is not _on_timer:
-        _signal(signal.SIGPROF, _on_timer)
+    # Both timers are set anew for every call, never left running from the
+    # one before: a call that ends in time must never see a signal (C code
+    # the verifier runs may not retry a syscall interrupted by one).
+    if _getsignal(_SIGALRM) is not _on_timer:
+        _signal(_SIGALRM, _on_timer)
+    if _getsignal(_SIGPROF) is not _on_timer:
+        _signal(_SIGPROF, _on_timer)
     S.timed_out = False
     S.armed = True
     S.timer_live = True
-    _setitimer(signal.ITIMER_REAL, seconds, TIMER_REPEAT_SECONDS)
+    _setitimer(_ITIMER_REAL, seconds, TIMER_REPEAT_SECONDS)
     # A verifier that uses SIGALRM itself (math_verify does) cancels the
     # real-time timer; the CPU-time one still catches busy loops.
-    _setitimer(signal.ITIMER_PROF, seconds, TIMER_REPEAT_SECONDS)
+    _setitimer(_ITIMER_PROF, seconds, TIMER_REPEAT_SECONDS)
 
 
 def _disarm():
     S.armed = False
     S.timer_live = False
-    _setitimer(signal.ITIMER_REAL, 0)
-    _setitimer(signal.ITIMER_PROF, 0)
+    _setitimer(_ITIMER_REAL, 0)
+    _setitimer(_ITIMER_PROF, 0)
 
 
 def _set_limit(which, value):
@@ -847,7 +883,7 @@ def _reap_children():
     started by the verifier. None may outlive the call that started it. The
     supervisor looks again once the worker is idle, beyond this interpreter's
     reach (which a verifier could patch)."""
-    strays = _sandbox_strays()
+    strays = _sandbox_strays() if S.isolated else ()
     for pid in strays:
         try:
             _kill(pid, signal.SIGKILL)
@@ -880,20 +916,25 @@ def _reap_children():
 def _housekeeping():
     """Undo what the call changed around it and record what it was."""
     _reap_children()
+    # Most calls print nothing: the writers are only entered when they hold
+    # something to pass on.
     for writer in (_STDOUT, _STDERR):
-        writer.flush()
+        if writer._pending:
+            writer.flush()
         if writer.count > OUTPUT_REPORT_BYTES:
             _record("output", "%s: %d bytes" % (writer.label, writer.count))
     if sys.stdout is not _STDOUT or sys.stderr is not _STDERR:
         _install_writers()
 
+    # Asked every call: C code can change directory without an audit event.
+    workdir = S.workdir_real
     try:
         cwd = _getcwd()
     except OSError:
         cwd = None
-    if cwd != S.workdir_real:
+    if cwd != workdir:
         try:
-            _chdir(S.workdir_real)
+            _chdir(workdir)
         except OSError:
             pass
 
@@ -904,6 +945,8 @@ def _housekeeping():
         S.workdir_touched = False
         _diff_workdir()
 
+    # Compared every call: writing os.environ._data (or replacing os.environ)
+    # changes what the verifier's later code sees without any audit event.
     data = _environ_data()
     if data != S.env_baseline:
         before = S.env_baseline
@@ -1067,6 +1110,7 @@ def _init(request):
     target = request.get("target") or {}
     fn_name = target.get("fn") or ""
     S.messages = request.get("completion_format", "messages") != "string"
+    S.completion_format = "messages" if S.messages else "string"
     S.call_timeout = max(float(request.get("call_timeout_ms") or 2000), 1.0) / 1000.0
     import_timeout = float(request.get("import_timeout_ms") or 0) / 1000.0
     S.workdir = request.get("workdir") or _getcwd()
@@ -1129,6 +1173,7 @@ def _init(request):
 
     S.fn = fn
     S.plan = plan
+    S.positional, S.keywords, S.whole_pool = _call_form(plan)
     S.is_async = _is_async_callable(fn)
     if S.is_async:
         _event_loop()
@@ -1208,7 +1253,18 @@ def _keyword_pool(text, answer, prompt, info):
         prompt = _safe_str(prompt)
     if not isinstance(info, dict):
         info = None
-    return _reward.keyword_pool("messages" if S.messages else "string", text, answer, prompt, info)
+    return _reward.keyword_pool(S.completion_format, text, answer, prompt, info)
+
+
+def _call_form(plan):
+    """The positional arguments' sources as a tuple, and whether the pool
+    itself can be passed as the keyword arguments: when the plan asks for
+    every name in the pool, in the pool's order, the dict built from it per
+    call would be a copy of it."""
+    positional = tuple(plan["positional"])
+    keywords = tuple(plan["keywords"])
+    whole_pool = not positional and keywords == tuple(_keyword_pool("", "", None, None))
+    return positional, keywords, whole_pool
 
 
 # Long completions, as gatekept's LongTextCodec (src/runtime/python-session.ts)
@@ -1246,8 +1302,21 @@ def _completion_text(field):
 _TYPE_JSON = {}
 
 
+def _ms_json(ms):
+    """repr(round(ms, 3)), the JSON of the reply's duration, without round():
+    "%.3f" rounds the same way (both round the exact binary value to three
+    decimals), and a decimal of at most 15 significant digits is the shortest
+    text of the float nearest it, which is what repr() writes."""
+    if 0.0 <= ms < 1e11:
+        text = "%.3f" % ms
+        text = text.rstrip("0")
+        return text + "0" if text[-1] == "." else text
+    return repr(round(ms, 3))
+
+
 def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms):
-    """One reply line: [id, status, reward, type, non-finite, error, side effects, ms]."""
+    """One reply line: [id, status, reward, type, non-finite, error, side effects,
+    ms], from the call's duration in unrounded milliseconds."""
     if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
         name = _TYPE_JSON.get(reward_type)
         if name is None:
@@ -1255,7 +1324,7 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
             if len(_TYPE_JSON) < 64:
                 _TYPE_JSON[reward_type] = name
         # repr() of a finite float is valid JSON; the reward is finite here.
-        return ('[%d,"ok",%r,%s,null,null,[],%r]\n' % (request_id, reward, name, ms)).encode("ascii")
+        return ('[%d,"ok",%r,%s,null,null,[],%s]\n' % (request_id, reward, name, _ms_json(ms))).encode("ascii")
     reply = [
         request_id,
         status,
@@ -1264,7 +1333,7 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
         nonfinite,
         None if error is None else [error["type"], error["message"]],
         [[effect["kind"], effect["detail"]] for effect in effects],
-        ms,
+        round(ms, 3),
     ]
     return _encode_json(reply).encode("ascii") + b"\n"
 
@@ -1280,17 +1349,23 @@ def _evaluate(request):
         except (KeyError, TypeError, ValueError):
             return _protocol_error("malformed long completion in request %r" % (request_id,))
     pool = _keyword_pool(text, answer, prompt, info)
-    plan = S.plan
-    args = [pool[item] if is_pool else item for is_pool, item in plan["positional"]]
-    kwargs = {}
-    for name in plan["keywords"]:
-        kwargs[name] = pool[name]
+    keywords = S.keywords
+    if S.whole_pool and len(pool) == len(keywords):
+        args = ()
+        kwargs = pool
+    else:
+        args = [pool[item] if is_pool else item for is_pool, item in S.positional]
+        kwargs = {}
+        for name in keywords:
+            kwargs[name] = pool[name]
 
     S.effects = []
     S.exit_detail = None
     S.forks = 0
-    _STDOUT.reset()
-    _STDERR.reset()
+    if _STDOUT.count or _STDOUT._forwarded:
+        _STDOUT.reset()
+    if _STDERR.count or _STDERR._forwarded:
+        _STDERR.reset()
     status = "ok"
     reward = None
     reward_type = ""
@@ -1345,7 +1420,7 @@ def _evaluate(request):
             _drop_event_loop()
 
     _housekeeping()
-    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, round(elapsed * 1000.0, 3))
+    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, elapsed * 1000.0)
 
 
 # --------------------------------------------------------------------- loop
@@ -1419,26 +1494,27 @@ def _serve(first_line, region):
         reply = _protocol_error("harness failure: " + _error_info("internal", exc)["traceback"])
     _send(reply)
     outbox = S.outbox = _Outbox(region)
-    buffer = b""
+    # The start of a request whose end has not arrived yet.
+    tail = b""
     while True:
-        cut = buffer.rfind(b"\n")
-        if cut < 0:
-            outbox.flush()
-            # Idle until more requests arrive: the last call's timers must not
-            # keep firing while the worker waits.
-            if S.timer_live:
-                _disarm()
-            try:
-                chunk = _os_read(REQUEST_FD, 1 << 18)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                _abandon()
-            buffer += chunk
-            continue
-        block = buffer[:cut]
-        buffer = buffer[cut + 1 :]
-        for line in block.split(b"\n"):
+        outbox.flush()
+        # Idle until more requests arrive: the last call's timers must not
+        # keep firing while the worker waits.
+        if S.timer_live:
+            _disarm()
+        try:
+            chunk = _os_read(REQUEST_FD, 1 << 18)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            _abandon()
+        # Split where it arrived, so only a request cut in two is copied to be
+        # joined, not the whole chunk.
+        lines = chunk.split(b"\n")
+        if tail:
+            lines[0] = tail + lines[0]
+        tail = lines.pop()
+        for line in lines:
             if not line.strip():
                 continue
             try:
