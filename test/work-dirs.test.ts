@@ -35,9 +35,11 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   // Killed before it wrote its marker: holds only what ours hold.
   const unmarked = path.join(scratch, `run-${dead}-Unm4rk`);
   await mkdir(path.join(unmarked, 'home'), { recursive: true });
-  const { makeWorkDir } = await import('../src/runtime/stale-dirs.js');
+  const { makeWorkDir, workDirsSwept } = await import('../src/runtime/stale-dirs.js');
   const registry = new Set<string>();
   const dir = await makeWorkDir(registry);
+  // The sweep runs alongside, so a worker's start does not wait on it.
+  await workDirsSwept();
   expect(path.basename(dir)).toMatch(new RegExp(`^run-${process.pid}-[A-Za-z0-9]{6}$`));
   expect(path.basename(dir)).not.toMatch(/gatekept/i);
   expect(registry.has(dir)).toBe(true);

@@ -124,7 +124,9 @@ async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly 
   try {
     return await session.evaluate(requests, { stopOnTimeout: true });
   } finally {
-    await session.close();
+    // Its end (the process, then its directory) is awaited by whoever opened
+    // it, alongside the pool's: the decision does not wait on it.
+    session.close().catch(() => undefined);
   }
 }
 

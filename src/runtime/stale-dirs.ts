@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -57,11 +58,29 @@ const SUFFIX_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  * Create `parent/<prefix>XXXXXX` (the shape mkdtemp makes) and record it in
  * `registry` before it exists: an exit hook that removes what the registry
  * holds then never misses a directory created just before the process ended.
+ * Synchronous here, asynchronous in makeRegisteredDir.
  */
+function makeRegisteredDirSync(parent: string, prefix: string, registry: Set<string>): string {
+  for (let attempt = 0; ; attempt++) {
+    const dir = path.join(parent, `${prefix}${randomSuffix()}`);
+    registry.add(dir);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+      return dir;
+    } catch (error) {
+      registry.delete(dir);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 10) throw error;
+    }
+  }
+}
+
+function randomSuffix(): string {
+  return [...randomBytes(6)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join('');
+}
+
 export async function makeRegisteredDir(parent: string, prefix: string, registry: Set<string>): Promise<string> {
   for (let attempt = 0; ; attempt++) {
-    const suffix = [...randomBytes(6)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join('');
-    const dir = path.join(parent, `${prefix}${suffix}`);
+    const dir = path.join(parent, `${prefix}${randomSuffix()}`);
     registry.add(dir);
     try {
       await mkdir(dir, { mode: 0o700 });
@@ -83,27 +102,41 @@ const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
 /** What a work directory holds at its top: a run killed before it wrote the marker leaves no more than these. */
 const WORK_DIR_ENTRIES = /^(home|tmp|code|app|init-cmdline|seccomp\.bpf.*)$/;
-let workDirsSwept = false;
+let sweepStarted = false;
 
 async function isOurWorkDir(entry: string): Promise<boolean> {
   const names = await readdir(entry);
   return names.includes(WORK_DIR_MARKER) || names.every((name) => WORK_DIR_ENTRIES.test(name));
 }
 
+let sweep: Promise<void> = Promise.resolve();
+
+/** Settles once the sweep of dead runs' work directories that the first makeWorkDir started is over. */
+export function workDirsSwept(): Promise<void> {
+  return sweep;
+}
+
 export async function makeWorkDir(registry: Set<string>): Promise<string> {
   const parent = tmpdir();
-  if (!workDirsSwept) {
-    workDirsSwept = true;
-    await removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
+  if (!sweepStarted) {
+    sweepStarted = true;
+    // In the background: leftovers of dead runs never share a name with a
+    // live run's directory, and the worker's start should not wait on them.
+    sweep = removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
       // Not ours unless marked (or holding only what ours hold): another
       // program's `run-<pid>-` is left alone.
       if (!(await isOurWorkDir(entry))) throw new Error('not a work directory of ours');
       await rm(entry, { recursive: true, force: true });
-    });
+    }).then(
+      () => undefined,
+      () => undefined,
+    );
   }
-  const dir = await makeRegisteredDir(parent, `run-${process.pid}-`, registry);
-  await writeFile(path.join(dir, WORK_DIR_MARKER), '', { mode: 0o600 });
-  await mkdir(path.join(dir, 'home'), { mode: 0o700 });
-  await mkdir(path.join(dir, 'tmp'), { mode: 0o700 });
+  // Made synchronously (four quick calls), so a worker's launch reaches its
+  // spawn without yielding to the planning that runs meanwhile.
+  const dir = makeRegisteredDirSync(parent, `run-${process.pid}-`, registry);
+  writeFileSync(path.join(dir, WORK_DIR_MARKER), '', { mode: 0o600 });
+  mkdirSync(path.join(dir, 'home'), { mode: 0o700 });
+  mkdirSync(path.join(dir, 'tmp'), { mode: 0o700 });
   return dir;
 }
