@@ -6,7 +6,7 @@
  * cannot interrupt itself and crashes are handled here by killing its process
  * group and starting a fresh worker.
  */
-import { statSync } from 'node:fs';
+import { readdirSync, statSync, type Dirent } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -907,7 +907,7 @@ class PythonSession implements VerifierSession {
     const { worker, info } = await this.launch();
     this.worker = worker;
     this.info = info;
-    this.homeBaseline = new Set(await listTree(path.join(this.workdir, 'home')));
+    this.homeBaseline = new Set(listTree(path.join(this.workdir, 'home')));
   }
 
   /**
@@ -920,7 +920,7 @@ class PythonSession implements VerifierSession {
    */
   private async checkWorkdir(results: EvalResult[]): Promise<void> {
     const home = path.join(this.workdir, 'home');
-    const paths = await listTree(home);
+    const paths = listTree(home);
     const added = paths.filter((entry) => !this.homeBaseline.has(entry));
     // A new directory is removed with everything in it, and reported once.
     const planted = added.filter((entry) => !added.some((other) => entry.startsWith(`${other}/`))).sort();
@@ -1085,7 +1085,7 @@ class PythonSession implements VerifierSession {
       const { worker } = await this.launch();
       this.worker = worker;
       // The fresh worker's import set its home up again from empty.
-      this.homeBaseline = new Set(await listTree(path.join(this.workdir, 'home')));
+      this.homeBaseline = new Set(listTree(path.join(this.workdir, 'home')));
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new GatekeptError('HARNESS_FAILED', `restarting the verifier worker failed: ${reason}`, {
@@ -1293,18 +1293,29 @@ class PythonSession implements VerifierSession {
 /** How many entries of a worker's home gatekept lists after each batch. */
 const HOME_ENTRIES_CHECKED = 10_000;
 
-async function listTree(root: string, limit = HOME_ENTRIES_CHECKED): Promise<string[]> {
+/**
+ * The entries under `root`, depth first, at most `limit`. Synchronous: after
+ * every batch this is a single read of an empty directory, far cheaper than
+ * a round trip through the thread pool; a home filled with thousands of
+ * entries blocks for a few milliseconds, and is reported anyway.
+ */
+function listTree(root: string, limit = HOME_ENTRIES_CHECKED): string[] {
   const found: string[] = [];
-  const walk = async (relative: string): Promise<void> => {
-    const entries = await readdir(path.join(root, relative), { withFileTypes: true }).catch(() => []);
+  const walk = (relative: string): void => {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(path.join(root, relative), { withFileTypes: true });
+    } catch {
+      return;
+    }
     for (const entry of entries) {
       if (found.length >= limit) return;
       const name = relative ? `${relative}/${entry.name}` : entry.name;
       found.push(name);
-      if (entry.isDirectory()) await walk(name);
+      if (entry.isDirectory()) walk(name);
     }
   };
-  await walk('');
+  walk('');
   return found;
 }
 
