@@ -819,16 +819,22 @@ class RequestWriter {
       }
       rests[index - start] = this.restOf(request, index);
     }
+    // Lines are joined, not appended one by one: a string grown by `+=` is a
+    // rope that the pipe's write has to flatten, which cost more than making it.
     const chunks: string[] = [];
-    let buffer = '';
+    let lines: string[] = [];
+    let length = 0;
     for (let index = start; index < requests.length; index += 1) {
-      buffer += `[${firstId + (index - start)},${JSON.stringify(this.codec.encode(requests[index]!.completion))}${rests[index - start]}\n`;
-      if (buffer.length >= WRITE_CHUNK_CHARS) {
-        chunks.push(buffer);
-        buffer = '';
+      const line = `[${firstId + (index - start)},${JSON.stringify(this.codec.encode(requests[index]!.completion))}${rests[index - start]}\n`;
+      lines.push(line);
+      length += line.length;
+      if (length >= WRITE_CHUNK_CHARS) {
+        chunks.push(lines.join(''));
+        lines = [];
+        length = 0;
       }
     }
-    if (buffer) chunks.push(buffer);
+    if (lines.length > 0) chunks.push(lines.join(''));
     return chunks;
   }
 
