@@ -810,6 +810,47 @@ def reward(completion, answer, **kwargs):
     }
   });
 
+  it('shares one queue: a cancelled evaluation ends with its calls skipped, and the ones queued behind it still run', async () => {
+    const pool = await WorkerPool.open({ ...options(await verifierFile(FAST)), workers: 1 });
+    try {
+      let cancelled = false;
+      const first = pool.evaluate(
+        Array.from({ length: 50 }, (_, index) => req(String(index))),
+        { cancelled: () => cancelled },
+      );
+      const second = pool.evaluate(Array.from({ length: 20 }, (_, index) => req(String(index))));
+      cancelled = true;
+      const [skipped, run] = await Promise.all([first, second]);
+      expect(skipped.every((result) => result.status === 'skipped')).toBe(true);
+      expect(run.map((result) => result.status)).toEqual(Array.from({ length: 20 }, () => 'ok'));
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('shares batches between evaluations: a crash cuts its own evaluation only, and the calls of the other it skipped run again', async () => {
+    const source = `
+import signal
+def reward(completion, answer, **kwargs):
+    if completion[-1]["content"] == "die":
+        signal.raise_signal(signal.SIGKILL)
+    return 1.0
+`;
+    const pool = await WorkerPool.open({ ...options(await verifierFile(source)), workers: 1, batchSize: 100 });
+    try {
+      const first = pool.evaluate([req('a'), req('b'), req('die'), req('c')], { stopOnTimeout: true });
+      const second = pool.evaluate(
+        Array.from({ length: 10 }, (_, index) => req(String(index))),
+        { stopOnTimeout: true },
+      );
+      const [cut, whole] = await Promise.all([first, second]);
+      expect(cut.map((result) => result.status)).toEqual(['ok', 'ok', 'crashed', 'skipped']);
+      expect(whole.map((result) => result.status)).toEqual(Array.from({ length: 10 }, () => 'ok'));
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('starts a second worker during an evaluation once its calls are timed, without stopping the first', async () => {
     const pool = await WorkerPool.open({ ...options(await verifierFile(SLOW)), workers: 2 });
     try {

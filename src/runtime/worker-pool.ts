@@ -251,7 +251,11 @@ export class WorkerPool {
     let room = size;
     while (room > 0 && this.queue.length > 0) {
       const evaluation = this.queue[0]!;
-      if (!evaluation.stopped && evaluation.options.cancelled?.()) this.stop(evaluation);
+      if (!evaluation.stopped && evaluation.options.cancelled?.()) {
+        // stop() takes it out of the queue.
+        this.stop(evaluation);
+        continue;
+      }
       if (evaluation.waiting === 0) {
         this.queue.shift();
         this.settle(evaluation);
