@@ -67,14 +67,19 @@ export class Evaluator {
     return this.beforeDeadline(
       this.rescore.recheck(this.pool, fresh, (requests, results) => {
         this.options.onRequests?.(requests);
-        this.count(results);
-        for (const result of results) this.callMs.recheck = (this.callMs.recheck ?? 0) + result.ms;
+        this.count(results, 'recheck');
       }),
     );
   }
 
-  private count(results: readonly EvalResult[]): void {
-    for (const result of results) if (result.status !== 'skipped') this.evaluations += 1;
+  /** Count the calls made, and add the time they took to their phase. */
+  private count(results: readonly EvalResult[], phase: string): void {
+    let ms = 0;
+    for (const result of results) {
+      if (result.status !== 'skipped') this.evaluations += 1;
+      ms += result.ms;
+    }
+    this.callMs[phase] = (this.callMs[phase] ?? 0) + ms;
   }
 
   /**
@@ -123,10 +128,7 @@ export class Evaluator {
     // A seeded order, so no verifier can count on the first call being the bare gold.
     const results = await evaluateShuffled(requests, this.seed, call.key, (shuffled) => this.withRetry(shuffled, report));
     this.rescore.add(call.key, requests, results);
-    this.count(results);
-    let ms = 0;
-    for (const result of results) ms += result.ms;
-    this.callMs[call.phase] = (this.callMs[call.phase] ?? 0) + ms;
+    this.count(results, call.phase);
     return results;
   }
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { auditRow, commitRow, type AuditState, type RowOutcome } from './audit-row.js';
+import { auditRow, commitRow, type AuditState, type RowOutcome, type RowSettings } from './audit-row.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
@@ -243,11 +243,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   }
 }
 
-interface RowsSettings {
-  corpus: Awaited<ReturnType<typeof loadCorpus>>;
-  answerType: AuditPlan['answerType'];
-  format: AnswerFormat[] | 'auto';
-  custom: ReturnType<typeof resolveFormats>['custom'];
+interface RowsSettings extends Omit<RowSettings, 'onCandidates'> {
   /** Told the calls expected from here on. */
   reserve: (expected: number) => void;
   /** Called when the last rows start. */
@@ -264,11 +260,8 @@ async function auditRows(plan: AuditPlan, evaluator: Evaluator, state: AuditStat
   let started = 0;
   let built = 0;
   let candidates = 0;
-  const rowSettings = {
-    corpus: settings.corpus,
-    answerType: settings.answerType,
-    format: settings.format,
-    custom: settings.custom,
+  const rowSettings: RowSettings = {
+    ...settings,
     onCandidates: (count: number) => {
       built += 1;
       candidates += count;

@@ -68,10 +68,14 @@ export class RescoreSample {
     results.forEach((result, index) => {
       const rank = rng();
       if (result.status !== 'ok' || result.reward === null) return;
-      if (this.kept.length === SAMPLE_SIZE && !before(rank, `${key}#${index}`, this.kept[this.highest]!)) return;
-      const entry = { request: requests[index]!, reward: result.reward, rank, tie: `${key}#${index}` };
-      if (this.kept.length < SAMPLE_SIZE) this.kept.push(entry);
-      else this.kept[this.highest] = entry;
+      const full = this.kept.length === SAMPLE_SIZE;
+      // Most draws lose to the highest kept on the number alone: no tie-breaker is made for them.
+      if (full && rank > this.kept[this.highest]!.rank) return;
+      const tie = `${key}#${index}`;
+      if (full && !before(rank, tie, this.kept[this.highest]!)) return;
+      const entry = { request: requests[index]!, reward: result.reward, rank, tie };
+      if (full) this.kept[this.highest] = entry;
+      else this.kept.push(entry);
       this.highest = 0;
       for (let slot = 1; slot < this.kept.length; slot += 1) if (before(this.kept[this.highest]!.rank, this.kept[this.highest]!.tie, this.kept[slot]!)) this.highest = slot;
     });

@@ -142,7 +142,7 @@ export async function createStaging(out: string): Promise<string> {
     process.on('exit', removeLiveStagingSync);
   }
   try {
-    return await makeRegisteredDir(base, `${STAGING_PREFIX}${path.basename(out)}-${process.pid}-`, live);
+    return makeRegisteredDir(base, `${STAGING_PREFIX}${path.basename(out)}-${process.pid}-`, live);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new GatekeptError('OUT_DIR_UNWRITABLE', `cannot write next to ${out} (${code ?? String(error)} in ${base})`, {

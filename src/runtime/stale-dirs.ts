@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { mkdir, readdir, rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -58,9 +58,8 @@ const SUFFIX_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
  * Create `parent/<prefix>XXXXXX` (the shape mkdtemp makes) and record it in
  * `registry` before it exists: an exit hook that removes what the registry
  * holds then never misses a directory created just before the process ended.
- * Synchronous here, asynchronous in makeRegisteredDir.
  */
-function makeRegisteredDirSync(parent: string, prefix: string, registry: Set<string>): string {
+export function makeRegisteredDir(parent: string, prefix: string, registry: Set<string>): string {
   for (let attempt = 0; ; attempt++) {
     const dir = path.join(parent, `${prefix}${randomSuffix()}`);
     registry.add(dir);
@@ -78,19 +77,6 @@ function randomSuffix(): string {
   return [...randomBytes(6)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join('');
 }
 
-export async function makeRegisteredDir(parent: string, prefix: string, registry: Set<string>): Promise<string> {
-  for (let attempt = 0; ; attempt++) {
-    const dir = path.join(parent, `${prefix}${randomSuffix()}`);
-    registry.add(dir);
-    try {
-      await mkdir(dir, { mode: 0o700 });
-      return dir;
-    } catch (error) {
-      registry.delete(dir);
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 10) throw error;
-    }
-  }
-}
 
 /**
  * Working directories of verifier processes. A sandbox's mount table shows
@@ -134,7 +120,7 @@ export async function makeWorkDir(registry: Set<string>): Promise<string> {
   }
   // Made synchronously (four quick calls), so a worker's launch reaches its
   // spawn without yielding to the planning that runs meanwhile.
-  const dir = makeRegisteredDirSync(parent, `run-${process.pid}-`, registry);
+  const dir = makeRegisteredDir(parent, `run-${process.pid}-`, registry);
   writeFileSync(path.join(dir, WORK_DIR_MARKER), '', { mode: 0o600 });
   mkdirSync(path.join(dir, 'home'), { mode: 0o700 });
   mkdirSync(path.join(dir, 'tmp'), { mode: 0o700 });
