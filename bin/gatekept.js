@@ -1,8 +1,13 @@
 #!/usr/bin/env node
 // The only place that ends the process: the library and the CLI module return exit codes.
-// The CLI is bundled (dist/bundle) so that start-up loads a few files, not hundreds;
-// the library in dist/ is the same code compiled module by module.
-import { run } from '../dist/bundle/run.js';
+// The CLI is bundled into one CommonJS file (dist/bundle/run.cjs), loaded with
+// the code V8 compiled for it on an earlier run (see src/cli/code-cache.ts):
+// start-up neither loads hundreds of files nor compiles them again. This file
+// is CommonJS too (bin/package.json), so no ES module loader is started.
+'use strict';
+const path = require('node:path');
+
+const bundle = path.join(__dirname, '..', 'dist', 'bundle');
 
 const interrupted = (signal, code) => () => {
   try {
@@ -18,4 +23,17 @@ process.once('SIGINT', interrupted('SIGINT', 130));
 process.once('SIGTERM', interrupted('SIGTERM', 143));
 process.once('SIGHUP', interrupted('SIGHUP', 129));
 
-process.exitCode = await run(process.argv.slice(2));
+let loadCli;
+try {
+  ({ loadCli } = require(path.join(bundle, 'code-cache.cjs')));
+} catch (error) {
+  if (error && error.code !== 'MODULE_NOT_FOUND') throw error;
+  process.stderr.write(`gatekept: the command line is not built (${bundle} is missing); run npm run build\n`);
+  process.exit(1);
+}
+const argv = process.argv.slice(2);
+const cli = loadCli(path.join(bundle, 'run.cjs'), argv);
+cli.run(argv).then((code) => {
+  process.exitCode = code;
+  cli.keep();
+});
