@@ -21,12 +21,19 @@ it was audited. The convention:
 Errors are raised to the caller, never turned into a reward here.
 """
 
+from __future__ import annotations
+
 import copy
-import decimal
-import inspect
 import math
 import numbers
-from typing import Any, Callable, Mapping
+import types
+from collections.abc import Awaitable, Mapping
+
+# Names for annotations only: importing typing (and inspect, below) costs
+# every worker's start a visible share of a short audit.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 POOL_NAMES = ("completion", "answer", "prompt", "info", "state", "task", "parser")
 # Names a group-level (batched) reward asks for; one completion per call cannot fill them.
@@ -87,6 +94,65 @@ def keyword_pool(
     }
 
 
+_POSITIONAL_ONLY = "positional-only"
+_ORDINARY = "ordinary"
+_VAR_POSITIONAL = "*args"
+_VAR_KEYWORD = "**kwargs"
+_EMPTY = object()
+_CO_VARARGS = 0x04
+_CO_VARKEYWORDS = 0x08
+
+
+def parameters(fn: Callable[..., Any]) -> "list[tuple[str, str, Any]]":
+    """(name, kind, default or _EMPTY) per parameter, in inspect.signature's order.
+
+    A plain function (nothing set on it: no functools.wraps, no __signature__)
+    is read from its code object, as inspect reads it; anything else is left
+    to inspect, which is imported only then.
+    """
+    if type(fn) is types.FunctionType and not fn.__dict__:
+        code = fn.__code__
+        names = code.co_varnames
+        positional = code.co_argcount
+        keyword_only = code.co_kwonlyargcount
+        defaults = fn.__defaults__ or ()
+        kwdefaults = fn.__kwdefaults__ or {}
+        first_default = positional - len(defaults)
+        found = []
+        for index in range(positional):
+            kind = _POSITIONAL_ONLY if index < code.co_posonlyargcount else _ORDINARY
+            found.append((names[index], kind, defaults[index - first_default] if index >= first_default else _EMPTY))
+        rest = positional + keyword_only
+        if code.co_flags & _CO_VARARGS:
+            found.append((names[rest], _VAR_POSITIONAL, _EMPTY))
+            rest += 1
+        for name in names[positional : positional + keyword_only]:
+            found.append((name, _ORDINARY, kwdefaults.get(name, _EMPTY)))
+        if code.co_flags & _CO_VARKEYWORDS:
+            found.append((names[rest], _VAR_KEYWORD, _EMPTY))
+        return found
+    import inspect
+
+    kinds = {
+        inspect.Parameter.POSITIONAL_ONLY: _POSITIONAL_ONLY,
+        inspect.Parameter.VAR_POSITIONAL: _VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD: _VAR_KEYWORD,
+    }
+    return [
+        (param.name, kinds.get(param.kind, _ORDINARY), _EMPTY if param.default is param.empty else param.default)
+        for param in inspect.signature(fn).parameters.values()
+    ]
+
+
+def is_awaitable(value: Any) -> bool:
+    """inspect.isawaitable, without importing inspect."""
+    return (
+        isinstance(value, types.CoroutineType)
+        or (isinstance(value, types.GeneratorType) and bool(value.gi_code.co_flags & 0x100))
+        or isinstance(value, Awaitable)
+    )
+
+
 def build_plan(fn: Callable[..., Any]) -> "tuple[dict[str, Any] | None, list[str]]":
     """Decide once how each call fills the signature from the pool.
 
@@ -99,27 +165,27 @@ def build_plan(fn: Callable[..., Any]) -> "tuple[dict[str, Any] | None, list[str
     pending_defaults: "list[tuple[bool, Any]]" = []
     missing: "list[str]" = []
     var_kwargs = False
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is param.VAR_KEYWORD:
+    for name, kind, default in parameters(fn):
+        if kind == _VAR_KEYWORD:
             var_kwargs = True
             continue
-        if param.kind is param.VAR_POSITIONAL:
+        if kind == _VAR_POSITIONAL:
             continue
-        params.append(param.name)
-        available = param.name in POOL_NAMES
-        if param.kind is param.POSITIONAL_ONLY:
+        params.append(name)
+        available = name in POOL_NAMES
+        if kind == _POSITIONAL_ONLY:
             if available:
                 positional.extend(pending_defaults)
                 pending_defaults = []
-                positional.append((True, param.name))
-            elif param.default is not param.empty:
-                pending_defaults.append((False, param.default))
+                positional.append((True, name))
+            elif default is not _EMPTY:
+                pending_defaults.append((False, default))
             else:
-                missing.append(param.name)
+                missing.append(name)
         elif available:
-            keywords.append(param.name)
-        elif param.default is param.empty:
-            missing.append(param.name)
+            keywords.append(name)
+        elif default is _EMPTY:
+            missing.append(name)
     if missing:
         return None, missing
     if var_kwargs:
@@ -148,7 +214,8 @@ def normalise(value: Any) -> "tuple[float | None, str, str | None]":
     """
     kind = type(value)
     name = kind.__name__
-    if kind in _FAST_NUMBERS or isinstance(value, (numbers.Real, decimal.Decimal)) or (
+    # A Decimal has __float__: the last test takes it.
+    if kind in _FAST_NUMBERS or isinstance(value, numbers.Real) or (
         hasattr(kind, "__float__") and not isinstance(value, (str, bytes, complex))
     ):
         try:
@@ -198,7 +265,7 @@ def _prepare(fn: Callable[..., Any], completion_format: str, row: "Mapping[str, 
 async def score_async(fn: Callable[..., Any], completion_format: str, **row: Any) -> float:
     """Score one reply; row is text, answer, question and info."""
     result = _prepare(fn, completion_format, row)
-    if inspect.isawaitable(result):
+    if is_awaitable(result):
         result = await result
     return to_reward(result)
 
@@ -206,7 +273,7 @@ async def score_async(fn: Callable[..., Any], completion_format: str, **row: Any
 def score(fn: Callable[..., Any], completion_format: str, **row: Any) -> float:
     """score_async for synchronous callers, also from inside a running event loop."""
     result = _prepare(fn, completion_format, row)
-    if inspect.isawaitable(result):
+    if is_awaitable(result):
         result = _finish(result)
     return to_reward(result)
 

@@ -42,7 +42,6 @@ if sys.version_info < (3, 10):
 import errno
 import importlib
 import importlib.util
-import inspect
 import json
 import json.scanner
 import mmap
@@ -55,6 +54,7 @@ import stat
 import struct
 import time
 import traceback
+import types
 
 import _signal as _signal_module
 
@@ -105,6 +105,9 @@ _decode_text = _DECODER.decode
 # The scanner decode() itself runs (the C one where there is one), without
 # decode()'s two whitespace matches and its Python frames around it.
 _scan_once = json.scanner.c_make_scanner(_DECODER) if json.scanner.c_make_scanner is not None else None
+
+# inspect.CO_COROUTINE, without importing inspect (see _is_async_callable).
+_CO_COROUTINE = 0x80
 
 MESSAGE_LIMIT = 500
 TRACEBACK_LIMIT = 2000
@@ -988,7 +991,7 @@ def _public_callables(module):
             value = getattr(module, name)
         except BaseException:
             continue
-        if inspect.isfunction(value):
+        if isinstance(value, types.FunctionType):
             names.append(name)
     return names
 
@@ -1018,6 +1021,12 @@ def _build_plan(fn, label):
 
 
 def _is_async_callable(fn):
+    # A plain function (see gatekept_reward.parameters) says so in its code
+    # flags, which is all inspect would read; anything else is left to inspect.
+    if type(fn) is types.FunctionType and not fn.__dict__:
+        return bool(fn.__code__.co_flags & _CO_COROUTINE)
+    import inspect
+
     if inspect.iscoroutinefunction(fn):
         return True
     # The class's own __call__ (not callable(fn)): an instance with an async
@@ -1096,8 +1105,6 @@ def _classify_import_failure(target, exc):
 def _neutral_main():
     """The verifier sees an ordinary program: no harness as __main__, no
     harness path in argv."""
-    import types
-
     # Held here: the harness module must stay alive once it is no longer __main__.
     S.harness_main = sys.modules.get("__main__")
     main = types.ModuleType("__main__")
@@ -1237,7 +1244,7 @@ def _await(value):
 
 
 def _is_awaitable(value):
-    return hasattr(type(value), "__await__") or inspect.isawaitable(value)
+    return hasattr(type(value), "__await__") or _reward.is_awaitable(value)
 
 
 _PLAIN_RESULTS = (float, int, bool, type(None), str)

@@ -387,6 +387,16 @@ def reward(completion, answer):
     expect(stdout.trim()).toBe('[1.0, 0.0]');
   });
 
+  it('reads signatures and awaitables as inspect does, without importing inspect for a plain function', async () => {
+    // Every kind of parameter, defaults, wrapped and partial functions, builtins and callable objects.
+    const { stdout } = await execa(PYTHON, [path.join(PACKAGE_ROOT, 'test', 'fixtures', 'signatures.py'), path.join(PACKAGE_ROOT, 'python')]);
+    expect(stdout.trim()).toBe('ok 24');
+    // A worker's start imports neither inspect nor typing: they are a visible share of it.
+    const script = 'import sys; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); import gatekept_reward; print(sorted(m for m in ("inspect", "typing") if m in set(sys.modules) - before))';
+    const { stdout: loaded } = await execa(PYTHON, ['-c', script, path.join(PACKAGE_ROOT, 'python')]);
+    expect(loaded.trim()).toBe('[]');
+  });
+
   it('reports exceptions with their type and a capped message, and survives lone surrogates', async () => {
     const source = `
 def reward(completion, answer):
