@@ -9,9 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { openSandbox } from '../src/runtime/sandbox.js';
 
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const HAS_BWRAP = (await openSandbox('auto')).kind === 'bwrap';
 let scratch: string;
 let wrapper: string;
 let counter: string;
@@ -24,9 +26,20 @@ beforeAll(async () => {
   // Counts every start of the interpreter through this path.
   await writeFile(wrapper, `#!/bin/sh\necho x >> '${counter}'\nexec '${real}' "$@"\n`);
   await chmod(wrapper, 0o755);
+  // Rewards the gold only when the harness and the calling convention it
+  // imported both run compiled, so a PASS says they did.
   await writeFile(
     path.join(scratch, 'verifier.py'),
-    'def reward(completion, answer):\n    with open("/proc/self/cmdline", "rb") as f:\n        compiled = f.read().split(b"\\0")[-2].endswith(b".pyc")\n    return 1.0 if compiled and completion[-1]["content"] == "\\\\boxed{%s}" % answer else 0.0\n',
+    [
+      'import gc, types',
+      'SHARED = [m for m in gc.get_objects() if isinstance(m, types.ModuleType) and m.__name__ == "gatekept_reward"]',
+      'SHARED_COMPILED = bool(SHARED) and all(m.__spec__.origin.endswith(".pyc") for m in SHARED)',
+      'def reward(completion, answer):',
+      '    with open("/proc/self/cmdline", "rb") as f:',
+      '        compiled = f.read().split(b"\\0")[-2].endswith(b".pyc")',
+      '    return 1.0 if compiled and SHARED_COMPILED and completion[-1]["content"] == "\\\\boxed{%s}" % answer else 0.0',
+      '',
+    ].join('\n'),
   );
 });
 
@@ -38,8 +51,8 @@ async function starts(): Promise<number> {
   return (await readFile(counter, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
 }
 
-function gate(): void {
-  execFileSync(process.execPath, [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', 'none', '--json'], {
+function gate(sandbox = 'none'): void {
+  execFileSync(process.execPath, [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', sandbox, '--json'], {
     cwd: scratch,
     env: { ...process.env, XDG_CACHE_HOME: path.join(scratch, 'cache') },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,4 +74,9 @@ it('probes an interpreter once across runs, again when it changed, and runs the 
   await writeFile(wrapper, `${await readFile(wrapper, 'utf8')}\n`);
   gate();
   expect((await starts()) - first - second).toBe(first);
+}, 60_000);
+
+it.skipIf(!HAS_BWRAP)('runs the compiled harness and calling convention in the sandbox too', () => {
+  // execFileSync throws on the exit code of a REJECT: the gold went unrewarded.
+  gate('bwrap');
 }, 60_000);
