@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -162,6 +162,34 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
     expect(run.stderr).toMatch(/warning: the sandbox runs without its seccomp filter/);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).environment.isolation).toBe('bwrap');
+  });
+
+  it('a worker that comes up in the sandbox spares the probe; one that cannot is probed, and auto falls back and says why', async () => {
+    const real = (await execa('sh', ['-c', 'command -v bwrap'])).stdout.trim();
+    const calls = path.join(scratch, 'bwrap-calls');
+    const run = async (script: string) => {
+      const bin = await mkdtemp(path.join(scratch, 'bwrap-'));
+      await writeFile(path.join(bin, 'bwrap'), `#!/bin/sh\necho "$*" >> '${calls}'\n${script}`, { mode: 0o755 });
+      await rm(calls, { force: true });
+      const done = await execa(process.execPath, [BIN, 'gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', PYTHON, '--sandbox', 'auto', '--json'], {
+        cwd: PACKAGE_ROOT,
+        reject: false,
+        stdin: 'ignore',
+        env: { FORCE_COLOR: '0', PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` },
+      });
+      const lines = (await readFile(calls, 'utf8')).split('\n').filter(Boolean);
+      return { done, probes: lines.filter((line) => line.endsWith('/bin/sh -c exit 0')).length, launches: lines.length };
+    };
+    const working = await run(`exec '${real}' "$@"\n`);
+    expect(working.done.exitCode, working.done.stderr).toBe(0);
+    expect(JSON.parse(working.done.stdout).environment.isolation).toBe('bwrap');
+    expect(working.probes).toBe(0);
+    expect(working.launches).toBeGreaterThanOrEqual(2);
+    const broken = await run('echo "bwrap: No permissions to create new namespace" >&2\nexit 1\n');
+    expect(broken.done.exitCode, broken.done.stderr).toBe(0);
+    expect(broken.probes).toBeGreaterThan(0);
+    expect(broken.done.stderr).toMatch(/warning: the verifier is NOT isolated.*No permissions to create new namespace/);
+    expect(JSON.parse(broken.done.stdout).environment.isolation).toBe('none');
   });
 
   it.skipIf(!HAS_FILTER)('every process started in the sandbox is filtered, and holds no descriptor of the filter', async () => {

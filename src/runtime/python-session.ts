@@ -6,7 +6,7 @@
  * cannot interrupt itself and crashes are handled here by killing its process
  * group and starting a fresh worker.
  */
-import { readdirSync, statSync, type Dirent } from 'node:fs';
+import { readdirSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -18,7 +18,7 @@ import { liveDirRegistry } from './cleanup.js';
 import { escapeControl, escapeLine } from './escape-control.js';
 import { describeExit, LineFramer, PythonProcess, tailLines, waitFor, type ExitInfo } from './python-process.js';
 import { probePython, resolvePython } from './resolve-python.js';
-import { hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
+import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_MODES, SANDBOX_TMP, type Sandbox, type SandboxLayout, type SandboxMode } from './sandbox.js';
 import { makeWorkDir } from './stale-dirs.js';
 import { COMPLETION_FORMATS, type CompletionFormat } from '../types.js';
 import { verifierTraceback } from '../report/verifier-traceback.js';
@@ -1005,7 +1005,9 @@ class PythonSession implements VerifierSession {
     const worker = this.worker;
     this.worker = null;
     if (worker) await worker.stop();
-    await rm(this.workdir, { recursive: true, force: true });
+    // Synchronously: a dozen entries, removed faster than a round of
+    // thread-pool calls for each would take, on the way out of every audit.
+    rmSync(this.workdir, { recursive: true, force: true, maxRetries: 2 });
     liveDirRegistry().delete(this.workdir);
   }
 
@@ -1327,14 +1329,16 @@ function listTree(root: string, limit = HOME_ENTRIES_CHECKED): string[] {
 
 export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
   const normalised = normaliseOptions(options);
+  // The first worker of a process starts in the sandbox hoped for without
+  // waiting for the probe; coming up, it answers the probe's question, so
+  // the probe runs only if it fails, and then it is replaced if the probe
+  // finds a different sandbox.
+  const hoped = hopedSandbox(normalised.sandbox);
+  const hopeful = hoped ? startSession(normalised, hoped) : null;
+  if (hopeful) hopedLaunch(hopeful);
   const probing = openSandbox(normalised.sandbox);
   probing.catch(() => undefined);
-  // The first worker of a process starts in the sandbox hoped for while the
-  // probe runs (the probe is one process start on the way to the first
-  // call), and is replaced only when the probe finds a different one.
-  const hoped = hopedSandbox(normalised.sandbox);
-  if (hoped) {
-    const hopeful = startSession(normalised, hoped);
+  if (hoped && hopeful) {
     hopeful.catch(() => undefined);
     let sandbox: Sandbox;
     try {

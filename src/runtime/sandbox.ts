@@ -98,6 +98,20 @@ interface BwrapProbe {
 const probes = new Map<string, Promise<BwrapProbe>>();
 /** Keys of probes that have answered: nothing left to hope for (see hopedSandbox). */
 const answered = new Set<string>();
+/** The first worker started in the hoped sandbox, by PATH: whether it came up. */
+const hopedLaunches = new Map<string, Promise<boolean>>();
+
+/**
+ * Tell the probe that a worker is starting in the hoped sandbox. A worker
+ * that comes up in it has shown what the probe would (bubblewrap builds the
+ * namespaces with the filter installed), so the probe waits for it and runs
+ * only if it fails. Call it in the same turn of the event loop as the
+ * openSandbox it should spare.
+ */
+export function hopedLaunch(started: Promise<unknown>): void {
+  const key = process.env.PATH ?? '';
+  if (!hopedLaunches.has(key)) hopedLaunches.set(key, started.then(() => true, () => false));
+}
 
 /**
  * Whether bubblewrap exists and can build the namespaces we ask for, with
@@ -111,6 +125,10 @@ function probeBwrap(): Promise<BwrapProbe> {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
       if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false };
+      // A worker launched in the hoped sandbox in this turn of the event loop is registered by the next.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      const launch = hopedLaunches.get(key);
+      if (launch && (await launch)) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns: false };
       // Through a pipe, so a run killed while it probes leaves no file behind.
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
