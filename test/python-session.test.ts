@@ -9,10 +9,12 @@ import { execa } from 'execa';
 import { GatekeptError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import {
+  checkedSessionOptions,
   commonLength,
   LongTextCodec,
   openVerifierSession,
   parseVerifierSpec,
+  sessionOptionsSchema,
   type EvalRequest,
   type EvalResult,
   type SessionOptions,
@@ -758,6 +760,33 @@ describe('load failures', () => {
     const error = await failure(openVerifierSession(options('x.py', { callTimeoutMs: 0 })));
     expect(error.code).toBe('BAD_ARGUMENT');
     expect(error.details.join('\n')).toContain('callTimeoutMs');
+  });
+
+  it('checks options by hand exactly as the schema does, for every field and every kind of value', () => {
+    const base = {
+      python: 'python3',
+      target: { kind: 'file', path: 'v.py', fn: 'reward' },
+      pythonpath: ['.'],
+      completionFormat: 'messages',
+      callTimeoutMs: 1000,
+      importTimeoutMs: 1000,
+      memoryMb: 0,
+      outputCapBytes: 10,
+      sandbox: 'none',
+      workers: 2,
+    };
+    const values = ['', 'x', 'messages', 'string', 'auto', 'bwrap', 'module', 'file', 0, 1, -1, 1.5, 2 ** 53, -(2 ** 53), Number.NaN, Number.POSITIVE_INFINITY, true, null, undefined, [], [''], ['a', 'b'], [1], {}, { kind: 'module', module: 'm', fn: 'f' }, { kind: 'module', module: '', fn: 'f' }, { kind: 'file', path: 'p', fn: '' }, { kind: 'file', module: 'm', fn: 'f' }, { kind: 'other', path: 'p', fn: 'f' }, { kind: 'file', path: 'p', fn: 'f', extra: 1 }];
+    const variants: unknown[] = [base, null, 'options', [], {}];
+    for (const key of Object.keys(base)) {
+      for (const value of values) variants.push({ ...base, [key]: value });
+      const { [key]: _dropped, ...without } = base;
+      variants.push(without);
+    }
+    for (const variant of variants) {
+      const parsed = sessionOptionsSchema().safeParse(variant);
+      expect(checkedSessionOptions(variant), JSON.stringify(variant)).toEqual(parsed.success ? parsed.data : null);
+    }
+    expect(variants.length).toBeGreaterThan(300);
   });
 });
 

@@ -494,31 +494,88 @@ const withTimeout = waitFor;
 
 type NormalisedOptions = Required<SessionOptions>;
 
-const targetSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('module'), module: z.string().min(1), fn: z.string().min(1) }),
-  z.object({ kind: z.literal('file'), path: z.string().min(1), fn: z.string().min(1) }),
-]);
+const buildOptionsSchema = () =>
+  z.object({
+    python: z.string().min(1),
+    target: z.discriminatedUnion('kind', [
+      z.object({ kind: z.literal('module'), module: z.string().min(1), fn: z.string().min(1) }),
+      z.object({ kind: z.literal('file'), path: z.string().min(1), fn: z.string().min(1) }),
+    ]),
+    pythonpath: z.array(z.string().min(1)),
+    completionFormat: z.enum(COMPLETION_FORMATS),
+    callTimeoutMs: z.number().int().positive(),
+    importTimeoutMs: z.number().int().positive(),
+    memoryMb: z.number().int().nonnegative(),
+    outputCapBytes: z.number().int().nonnegative().optional(),
+    sandbox: z.enum(SANDBOX_MODES).optional(),
+  });
 
-const optionsSchema = z.object({
-  python: z.string().min(1),
-  target: targetSchema,
-  pythonpath: z.array(z.string().min(1)),
-  completionFormat: z.enum(COMPLETION_FORMATS),
-  callTimeoutMs: z.number().int().positive(),
-  importTimeoutMs: z.number().int().positive(),
-  memoryMb: z.number().int().nonnegative(),
-  outputCapBytes: z.number().int().nonnegative().optional(),
-  sandbox: z.enum(SANDBOX_MODES).optional(),
-});
+type ParsedOptions = z.infer<ReturnType<typeof buildOptionsSchema>>;
+
+let optionsSchemaBuilt: ReturnType<typeof buildOptionsSchema> | undefined;
+
+/** The schema of a session's options, built on first use: only options the hand check refuses need it. */
+export function sessionOptionsSchema(): ReturnType<typeof buildOptionsSchema> {
+  optionsSchemaBuilt ??= buildOptionsSchema();
+  return optionsSchemaBuilt;
+}
+
+const isName = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
+const isCount = (value: unknown, least: number): value is number => Number.isSafeInteger(value) && (value as number) >= least;
+
+/**
+ * What sessionOptionsSchema() gives back for options it accepts (unknown
+ * keys dropped), checked by hand, or null for anything else, which zod then
+ * describes. Every session's start passes here, and building the schema
+ * costs more than the rest of the start before the spawn.
+ */
+export function checkedSessionOptions(options: unknown): ParsedOptions | null {
+  if (typeof options !== 'object' || options === null) return null;
+  const value = options as Record<string, unknown>;
+  const target = value.target as Record<string, unknown> | null | undefined;
+  if (typeof target !== 'object' || target === null || !isName(target.fn)) return null;
+  let checkedTarget: ParsedOptions['target'];
+  if (target.kind === 'module' && isName(target.module)) checkedTarget = { kind: 'module', module: target.module, fn: target.fn };
+  else if (target.kind === 'file' && isName(target.path)) checkedTarget = { kind: 'file', path: target.path, fn: target.fn };
+  else return null;
+  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox } = value;
+  if (
+    !isName(python) ||
+    !Array.isArray(pythonpath) ||
+    !pythonpath.every(isName) ||
+    !(COMPLETION_FORMATS as readonly unknown[]).includes(completionFormat) ||
+    !isCount(callTimeoutMs, 1) ||
+    !isCount(importTimeoutMs, 1) ||
+    !isCount(memoryMb, 0) ||
+    !(outputCapBytes === undefined || isCount(outputCapBytes, 0)) ||
+    !(sandbox === undefined || (SANDBOX_MODES as readonly unknown[]).includes(sandbox))
+  ) {
+    return null;
+  }
+  return {
+    python,
+    target: checkedTarget,
+    pythonpath: [...pythonpath],
+    completionFormat: completionFormat as ParsedOptions['completionFormat'],
+    callTimeoutMs,
+    importTimeoutMs,
+    memoryMb,
+    ...(outputCapBytes === undefined ? {} : { outputCapBytes }),
+    ...(sandbox === undefined ? {} : { sandbox: sandbox as SandboxMode }),
+  };
+}
 
 function normaliseOptions(options: SessionOptions): NormalisedOptions {
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    throw new GatekeptError('BAD_ARGUMENT', 'invalid verifier session options', {
-      details: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`),
-    });
+  let value = checkedSessionOptions(options);
+  if (value === null) {
+    const parsed = sessionOptionsSchema().safeParse(options);
+    if (!parsed.success) {
+      throw new GatekeptError('BAD_ARGUMENT', 'invalid verifier session options', {
+        details: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(options)'}: ${issue.message}`),
+      });
+    }
+    value = parsed.data;
   }
-  const value = parsed.data;
   for (const entry of value.pythonpath) {
     try {
       statSync(path.resolve(entry));
