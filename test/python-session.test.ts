@@ -779,7 +779,8 @@ describe('load failures', () => {
     const variants: unknown[] = [base, null, 'options', [], {}];
     for (const key of Object.keys(base)) {
       for (const value of values) variants.push({ ...base, [key]: value });
-      const { [key]: _dropped, ...without } = base;
+      const without: Record<string, unknown> = { ...base };
+      delete without[key];
       variants.push(without);
     }
     for (const variant of variants) {

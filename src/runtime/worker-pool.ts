@@ -241,12 +241,20 @@ export class WorkerPool {
     }
   }
 
-  /** Batches sized to take about BATCH_TARGET_MS each, from the evaluations first in the queue. */
+  /**
+   * Batches sized to take about BATCH_TARGET_MS each, from the evaluations
+   * first in the queue. Where several workers share the queue, a batch is a
+   * share of what is queued, so that they run out of work together; a lone
+   * worker has nobody to share with, and takes what is queued in one round
+   * trip instead of ever smaller halves of it.
+   */
   private take(): Part[] | null {
     const perCall = this.meanCallMs ?? 1;
+    const workers = this.sessions.length + this.pendingOpens;
+    const shares = workers > 1 ? LANES_PER_WORKER * workers : 1;
     const size =
       this.options.batchSize ??
-      Math.max(4, Math.min(512, Math.ceil(this.queued / (LANES_PER_WORKER * Math.max(this.sessions.length, 1))), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
+      Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
     const parts: Part[] = [];
     let room = size;
     while (room > 0 && this.queue.length > 0) {
