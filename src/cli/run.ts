@@ -50,7 +50,7 @@ function announceSandbox(io: Io, opening: Promise<Sandbox>): void {
   );
 }
 
-/** Probing the sandbox starts a process: it runs while the policy is read, and is awaited after it. */
+/** The sandbox, as a worker's start or the probe finds it; its failure is the command's, reported there. */
 function probeSandbox(mode: SandboxMode): Promise<Sandbox> {
   const opening = openSandbox(mode);
   opening.catch(() => undefined);
@@ -183,9 +183,11 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       const options = parseOptions(gateOptionsSchema(), raw);
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
+      const policy = await resolvePolicy(options.policy);
+      // Asked in the same turn as the gate below starts its first worker, so
+      // that worker's start can answer the probe (see hopedLaunch).
       const sandbox = probeSandbox(options.sandbox);
       probePythonEarly(options.python);
-      const policy = await resolvePolicy(options.policy);
       announceSandbox(io, sandbox);
       const progress = options.json ? undefined : createProgress(io, 'auditing');
       try {
