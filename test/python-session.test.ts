@@ -9,11 +9,13 @@ import { execa } from 'execa';
 import { GatekeptError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import {
+  checkedReadyReply,
   checkedSessionOptions,
   commonLength,
   LongTextCodec,
   openVerifierSession,
   parseVerifierSpec,
+  readyReplySchema,
   sessionOptionsSchema,
   type EvalRequest,
   type EvalResult,
@@ -760,6 +762,20 @@ describe('load failures', () => {
     const error = await failure(openVerifierSession(options('x.py', { callTimeoutMs: 0 })));
     expect(error.code).toBe('BAD_ARGUMENT');
     expect(error.details.join('\n')).toContain('callTimeoutMs');
+  });
+
+  it("reads a worker's ready reply by hand exactly as the schema does", () => {
+    const ready = { op: 'ready', ok: true, params: ['completion', 'answer'], var_kwargs: false, is_async: false, python: '3.11.7', source_file: '/v.py', import_ms: 1.5 };
+    const values = [undefined, null, true, false, 0, -1, 2.5, 'x', '', [], ['a'], [1], {}, 'ready', 'error'];
+    const variants: unknown[] = [ready, null, 'ready', [], { op: 'ready', ok: false, error: { kind: 'import_error', type: 'E', message: 'm', traceback: 't' } }, { op: 'error', message: 'm' }, { ...ready, extra: 1 }];
+    for (const key of Object.keys(ready)) for (const value of values) variants.push({ ...ready, [key]: value });
+    for (const variant of variants) {
+      const parsed = readyReplySchema().safeParse(variant);
+      const checked = checkedReadyReply(variant);
+      // Null leaves the reply to the schema: only what it accepts as a successful import may be taken by hand.
+      if (checked !== null) expect(checked, JSON.stringify(variant)).toEqual(parsed.success ? parsed.data : 'refused by the schema');
+      else expect(parsed.success && parsed.data.op === 'ready' && parsed.data.ok === true, JSON.stringify(variant)).toBe(false);
+    }
   });
 
   it('checks options by hand exactly as the schema does, for every field and every kind of value', () => {

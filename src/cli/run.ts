@@ -11,26 +11,13 @@ import { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from '../r
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
+import { checkedGateOptions, gateOptionsSchema, integer } from './option-schemas.js';
 
 /**
  * The command line: parse, validate with zod, call the library, print, and
  * return an exit code. Nothing here exits the process; bin/ does that.
  */
 
-
-const integer = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, `${name} must be a whole number`)
-    .transform(Number);
-
-/** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
-const seedOption = () =>
-  z
-    .string()
-    .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
-    .transform(Number)
-    .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
 
 /**
  * Resolve the sandbox before the run, so that a run without isolation says
@@ -72,50 +59,6 @@ function probePythonEarly(python: string | undefined): void {
 }
 
 const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
-
-/*
- * The option schemas are built by the command that runs, when it runs:
- * building every command's schema would cost each start-up, and each is
- * used once.
- */
-
-const gateOptionsSchema = () =>
-  z
-    .object({
-      reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
-      answer: z.string().optional(),
-      answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-      choices: z
-        .string()
-        .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
-        .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
-        .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
-        .optional(),
-      format: z
-        .array(
-          z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
-            message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
-          }),
-        )
-        .default([]),
-      dataset: z.string().optional(),
-      policy: z.string().optional(),
-      seed: seedOption().optional(),
-      json: z.boolean().default(false),
-      strict: z.boolean().optional(),
-      report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-      python: z.string().optional(),
-      sandbox: z.enum(SANDBOX_MODES).default('auto'),
-      pythonpath: z.array(z.string()).default([]),
-      completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
-      workers: integer('--workers')
-        .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-        .optional(),
-    })
-    .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
-      message: 'give exactly one of --answer G or --dataset rows.jsonl',
-      path: ['answer'],
-    });
 
 const OPTION_FLAGS: Record<string, string> = {
   reward: '--reward',
@@ -180,7 +123,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
     .action(async (raw: Record<string, unknown>) => {
-      const options = parseOptions(gateOptionsSchema(), raw);
+      const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw);
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
       const policy = await resolvePolicy(options.policy);

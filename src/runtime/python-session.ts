@@ -308,9 +308,27 @@ const buildReadyReplySchema = () =>
 
 let readyReplyBuilt: ReturnType<typeof buildReadyReplySchema> | undefined;
 
-function readyReplySchema(): ReturnType<typeof buildReadyReplySchema> {
+export function readyReplySchema(): ReturnType<typeof buildReadyReplySchema> {
   readyReplyBuilt ??= buildReadyReplySchema();
   return readyReplyBuilt;
+}
+
+type ReadyReply = z.output<ReturnType<typeof buildReadyReplySchema>>;
+
+/**
+ * A worker that imported the verifier, as readyReplySchema() reads its
+ * reply, checked by hand; null for any other reply, which the schema reads
+ * (a failed import, a broken reply). Every worker's start waits on this, and
+ * building the schema costs more than the check.
+ */
+export function checkedReadyReply(value: unknown): ReadyReply | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const reply = value as Record<string, unknown>;
+  const { params, var_kwargs, is_async, python, source_file, import_ms } = reply;
+  if (reply.op !== 'ready' || reply.ok !== true) return null;
+  if (!Array.isArray(params) || !params.every(isText) || typeof var_kwargs !== 'boolean' || typeof is_async !== 'boolean') return null;
+  if (!isText(python) || !(source_file === null || isText(source_file)) || typeof import_ms !== 'number' || !Number.isFinite(import_ms)) return null;
+  return { op: 'ready', ok: true, params: [...params], var_kwargs, is_async, python, source_file, import_ms };
 }
 
 function protocolError(problem: string, line: string): GatekeptError {
@@ -1216,7 +1234,13 @@ class PythonSession implements VerifierSession {
           const line = lines[0]!;
           try {
             if (lines.length > 1) throw protocolError('more than one reply to init', lines[1]!);
-            const reply = parseReply(readyReplySchema, line);
+            let parsed: unknown;
+            try {
+              parsed = JSON.parse(line);
+            } catch {
+              parsed = undefined;
+            }
+            const reply = checkedReadyReply(parsed) ?? parseReply(readyReplySchema, line);
             if (reply.op === 'error') throw protocolError(reply.message, line);
             if (!reply.ok) {
               throw loadFailure(

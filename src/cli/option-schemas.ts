@@ -1,0 +1,142 @@
+import * as z from 'zod';
+import { SANDBOX_MODES } from '../runtime/sandbox.js';
+import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
+
+/**
+ * Option schemas shared by the commands, and gate's options checked by hand:
+ * `gatekept gate` is the command whose start-up counts most, and building
+ * its schema is a visible share of it, so valid options skip zod and only
+ * options the check refuses go through the schema, which says what is wrong.
+ */
+
+export const integer = (name: string) =>
+  z
+    .string()
+    .regex(/^\d+$/, `${name} must be a whole number`)
+    .transform(Number);
+
+/** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
+const seedOption = () =>
+  z
+    .string()
+    .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
+    .transform(Number)
+    .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+
+/*
+ * The option schemas are built by the command that runs, when it runs:
+ * building every command's schema would cost each start-up, and each is
+ * used once.
+ */
+
+export const gateOptionsSchema = () =>
+  z
+    .object({
+      reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
+      answer: z.string().optional(),
+      answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
+      choices: z
+        .string()
+        .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
+        .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
+        .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
+        .optional(),
+      format: z
+        .array(
+          z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
+            message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
+          }),
+        )
+        .default([]),
+      dataset: z.string().optional(),
+      policy: z.string().optional(),
+      seed: seedOption().optional(),
+      json: z.boolean().default(false),
+      strict: z.boolean().optional(),
+      report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
+      python: z.string().optional(),
+      sandbox: z.enum(SANDBOX_MODES).default('auto'),
+      pythonpath: z.array(z.string()).default([]),
+      completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
+      workers: integer('--workers')
+        .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
+        .optional(),
+    })
+    .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
+      message: 'give exactly one of --answer G or --dataset rows.jsonl',
+      path: ['answer'],
+    });
+
+export type GateCliOptions = z.output<ReturnType<typeof gateOptionsSchema>>;
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const optionalText = (value: unknown): value is string | undefined => value === undefined || isString(value);
+const oneOf = <T extends string>(allowed: readonly T[], value: unknown, fallback: T): T | null =>
+  value === undefined ? fallback : (allowed as readonly unknown[]).includes(value) ? (value as T) : null;
+const SEED = /^\d{1,10}$/;
+const WHOLE = /^\d+$/;
+
+/** A valid --format value: a built-in format, auto, or a template with {}. */
+function isFormat(value: string): boolean {
+  return (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}');
+}
+
+/**
+ * What gateOptionsSchema() gives back for commander's raw options when it
+ * accepts them, or null for anything it might refuse (zod then says why).
+ */
+export function checkedGateOptions(raw: unknown): GateCliOptions | null {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
+  const options = raw as Record<string, unknown>;
+  const { reward, answer, dataset, policy, python, report, strict } = options;
+  if (!isString(reward) || reward.length === 0) return null;
+  if (!optionalText(answer) || !optionalText(dataset) || !optionalText(policy) || !optionalText(python)) return null;
+  if ((answer === undefined) === (dataset === undefined)) return null;
+  if (report !== undefined && (!isString(report) || report.length === 0)) return null;
+  if (strict !== undefined && typeof strict !== 'boolean') return null;
+  const json = options.json === undefined ? false : options.json;
+  if (typeof json !== 'boolean') return null;
+  const answerType = oneOf([...ANSWER_TYPES, 'auto'] as const, options.answerType, 'auto');
+  const sandbox = oneOf(SANDBOX_MODES, options.sandbox, 'auto');
+  const completionFormat = oneOf(COMPLETION_FORMATS, options.completionFormat, 'messages');
+  if (answerType === null || sandbox === null || completionFormat === null) return null;
+  const format = options.format === undefined ? [] : options.format;
+  const pythonpath = options.pythonpath === undefined ? [] : options.pythonpath;
+  if (!Array.isArray(format) || !format.every((value) => isString(value) && isFormat(value))) return null;
+  if (!Array.isArray(pythonpath) || !pythonpath.every(isString)) return null;
+  let choices: string[] | undefined;
+  if (options.choices !== undefined) {
+    if (!isString(options.choices)) return null;
+    choices = options.choices.split(',').map((label) => label.trim()).filter(Boolean);
+    if (choices.length < 2 || new Set(choices).size !== choices.length) return null;
+  }
+  let seed: number | undefined;
+  if (options.seed !== undefined) {
+    if (!isString(options.seed) || !SEED.test(options.seed) || Number(options.seed) > 0xffff_ffff) return null;
+    seed = Number(options.seed);
+  }
+  let workers: number | undefined;
+  if (options.workers !== undefined) {
+    if (!isString(options.workers) || !WHOLE.test(options.workers)) return null;
+    workers = Number(options.workers);
+    if (workers < 1 || workers > 256) return null;
+  }
+  return {
+    reward,
+    ...(answer === undefined ? {} : { answer }),
+    answerType,
+    ...(choices === undefined ? {} : { choices }),
+    format: [...format],
+    ...(dataset === undefined ? {} : { dataset }),
+    ...(policy === undefined ? {} : { policy }),
+    ...(seed === undefined ? {} : { seed }),
+    json,
+    ...(strict === undefined ? {} : { strict }),
+    ...(report === undefined ? {} : { report }),
+    ...(python === undefined ? {} : { python }),
+    sandbox,
+    pythonpath: [...pythonpath],
+    completionFormat,
+    ...(workers === undefined ? {} : { workers }),
+  };
+}
