@@ -311,15 +311,14 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
     args.push('--ro-bind', copy, path.join(app, shown));
     renamed.set(path.join(dir, name), path.join(app, shown));
   };
-  const compiledNames = compiled.map((dir) => readdirSync(dir).filter((name) => name.endsWith('.pyc')));
-  // A source beside its compiled file would be imported instead of it (and
-  // compiled again by every worker): where a script is compiled, only the
-  // compiled file comes in.
-  const shadowed = new Set(compiledNames.flat().map((name) => name.slice(0, -1)));
-  for (const name of readdirSync(source)) if (name.endsWith('.py') && !shadowed.has(name)) bind(source, name, '.py');
-  compiled.forEach((dir, index) => {
-    for (const name of compiledNames[index]!) bind(dir, name, '.pyc');
-  });
+  // A process running a compiled script (the harness) gets the compiled
+  // files alone: a source beside its compiled file would be imported instead
+  // (and compiled again by every worker), and the other scripts are not its.
+  if (compiled.length > 0) {
+    for (const dir of compiled) for (const name of readdirSync(dir)) if (name.endsWith('.pyc')) bind(dir, name, '.pyc');
+  } else {
+    for (const name of readdirSync(source)) if (name.endsWith('.py')) bind(source, name, '.py');
+  }
   return { args, renamed };
 }
 
