@@ -106,16 +106,19 @@ export async function makeWorkDir(registry: Set<string>): Promise<string> {
   const parent = tmpdir();
   if (!sweepStarted) {
     sweepStarted = true;
-    // In the background: leftovers of dead runs never share a name with a
-    // live run's directory, and the worker's start should not wait on them.
-    sweep = removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
-      // Not ours unless marked (or holding only what ours hold): another
-      // program's `run-<pid>-` is left alone.
-      if (!(await isOurWorkDir(entry))) throw new Error('not a work directory of ours');
-      await rm(entry, { recursive: true, force: true });
-    }).then(
-      () => undefined,
-      () => undefined,
+    // In the background, from the next turn of the event loop: leftovers of
+    // dead runs never share a name with a live run's directory, and the
+    // worker's start, which follows, should not wait on them.
+    sweep = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+      removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
+        // Not ours unless marked (or holding only what ours hold): another
+        // program's `run-<pid>-` is left alone.
+        if (!(await isOurWorkDir(entry))) throw new Error('not a work directory of ours');
+        await rm(entry, { recursive: true, force: true });
+      }).then(
+        () => undefined,
+        () => undefined,
+      ),
     );
   }
   // Made synchronously (four quick calls), so a worker's launch reaches its
