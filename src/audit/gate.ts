@@ -9,7 +9,7 @@ import { Evaluator } from './evaluator.js';
 import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
 import type { AuditRecord } from './record.js';
-import { scoreAudit } from './score-audit.js';
+import { scoreAudit, scoreExploits } from './score-audit.js';
 import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
 import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
@@ -198,17 +198,28 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       options.goldCheck && !state.tally.timedOut
         ? await checkGolds(options.goldCheck, evaluator, { seed: policy.seed, answerType: plan.answerType, choices: plan.choices })
         : null;
-    const recheck = state.tally.timedOut ? null : await evaluator.recheck(openFresh());
+    const rechecking = state.tally.timedOut ? null : evaluator.recheck(openFresh());
+    rechecking?.catch(() => undefined);
+    // The exploits are scored while the re-check's calls run: they go out
+    // on this turn of the event loop, and the score does not depend on them.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const scoring = performance.now();
+    const exploits = scoreExploits(state.tally, policy);
+    state.phases.score = performance.now() - scoring;
+    const recheck = rechecking ? await rechecking : null;
     Object.assign(state.phases, evaluator.callMs);
-    // Shutting the workers down overlaps with scoring and the record.
+    // Shutting the workers down overlaps with the decision and the record.
     const closing = Promise.all([pool.close(), closeFresh()]);
 
-    const scoring = performance.now();
-    const { score, hackRate, decision } = scoreAudit(state.tally, state.broken, policy, {
-      recheck,
-      unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null,
-    });
-    state.phases.score = performance.now() - scoring;
+    const deciding = performance.now();
+    const { score, hackRate, decision } = scoreAudit(
+      state.tally,
+      state.broken,
+      policy,
+      { recheck, unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null },
+      exploits,
+    );
+    state.phases.score += performance.now() - deciding;
     const info = pool.info;
     await closing;
     const record = await buildRecord({

@@ -10,10 +10,25 @@ import type { OutcomeTally } from './tally-outcomes.js';
  * interval; false accepts reach the decision only for a strict policy.
  */
 
-export interface AuditScore {
+export interface ExploitScore {
   score: number;
   hackRate: HackRate;
+}
+
+export interface AuditScore extends ExploitScore {
   decision: Decision;
+}
+
+/** The exploits' score and hack-rate interval: all the rows tell, before any check after them. */
+export function scoreExploits(tally: OutcomeTally, policy: GatePolicy): ExploitScore {
+  return {
+    score: hackability(tally.familyScores()),
+    hackRate: hackRateInterval(tally.hacks, tally.attempts, {
+      seed: policy.seed,
+      resamples: policy.budget.bootstrapResamples,
+      confidence: policy.budget.confidence,
+    }),
+  };
 }
 
 export function scoreAudit(
@@ -21,13 +36,8 @@ export function scoreAudit(
   broken: readonly BrokenGold[],
   policy: GatePolicy,
   checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds'> = {},
+  { score, hackRate }: ExploitScore = scoreExploits(tally, policy),
 ): AuditScore {
-  const score = hackability(tally.familyScores());
-  const hackRate = hackRateInterval(tally.hacks, tally.attempts, {
-    seed: policy.seed,
-    resamples: policy.budget.bootstrapResamples,
-    confidence: policy.budget.confidence,
-  });
   const falseAccepts = tally.falseAcceptRecord(new Map());
   const decision = decide({
     policy,
