@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
@@ -188,15 +188,19 @@ export function loadCorpus(dir: string = ATTACKS_DIR): Promise<Corpus> {
 }
 
 async function readCorpus(dir: string): Promise<Corpus> {
-  const names = (await readdir(dir)).filter((name) => name.endsWith('.json')).sort();
+  // Read synchronously, once the turn that asked for it (which starts the
+  // first worker) is over: a few dozen small files take less time read in a
+  // row than the round trips through the thread pool of reading them
+  // asynchronously, which held up the plan's second worker.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const names = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
   if (names.length === 0) throw new GatekeptError('INTERNAL', `no attack families found in ${dir}`);
-  const version = (await readFile(path.join(dir, 'VERSION'), 'utf8')).trim();
+  const version = readFileSync(path.join(dir, 'VERSION'), 'utf8').trim();
   const hash = createHash('sha256');
   hash.update(`version ${version}\n`);
   const families: Family[] = [];
   const seen = new Set<string>();
-  // Read together, hashed and validated in name order.
-  const texts = await Promise.all(names.map((name) => readFile(path.join(dir, name), 'utf8')));
+  const texts = names.map((name) => readFileSync(path.join(dir, name), 'utf8'));
   for (const [index, name] of names.entries()) {
     const text = texts[index]!;
     hash.update(`${name}\n${text}\n`);

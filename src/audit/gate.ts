@@ -150,18 +150,21 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
   let plan: AuditPlan;
   let planMs = 0;
+  // A first guess at the audit's size (a row in every format costs about
+  // ROW_CALLS_GUESS calls) starts the workers it needs as soon as the plan
+  // is known, alongside the first; each row's candidates correct it.
+  const planning = planAudit(options, policy, cwd).then((planned) => {
+    pool.reserve(planned.plans.length * ROW_CALLS_GUESS);
+    if (planned.plans.length <= ROWS_IN_FLIGHT) void openFresh();
+    return planned;
+  });
   try {
-    [corpus, plan] = await Promise.all([loadCorpus(), planAudit(options, policy, cwd)]);
+    [corpus, plan] = await Promise.all([loadCorpus(), planning]);
     planMs = performance.now() - started;
   } catch (error) {
-    void pool.close();
+    await Promise.all([pool.close(), closeFresh()]);
     throw error;
   }
-  // A first guess at the audit's size (a row in every format costs about
-  // ROW_CALLS_GUESS calls) starts the workers it needs now, alongside the
-  // first; each row's candidates correct it.
-  pool.reserve(plan.plans.length * ROW_CALLS_GUESS);
-  if (plan.plans.length <= ROWS_IN_FLIGHT) void openFresh();
   try {
     await poolReady;
   } catch (error) {

@@ -30,9 +30,32 @@ const buildRowSchema = () =>
 
 let rowSchema: ReturnType<typeof buildRowSchema> | undefined;
 
-export function parseRow(value: unknown, index: number, where: string): DatasetRow {
+export function datasetRowSchema(): ReturnType<typeof buildRowSchema> {
   rowSchema ??= buildRowSchema();
-  const parsed = rowSchema.safeParse(value);
+  return rowSchema;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+
+/**
+ * A row the schema accepts, read by hand, or null for the schema to read (and
+ * describe what is wrong): building the schema costs a short audit more than
+ * reading its rows.
+ */
+export function checkedRow(value: unknown, index: number): DatasetRow | null {
+  if (!isPlainObject(value)) return null;
+  const { answer, question, prompt, info } = value;
+  const answerOk = (typeof answer === 'string' && answer.trim() !== '') || (typeof answer === 'number' && Number.isFinite(answer)) || typeof answer === 'boolean';
+  if (!answerOk || (question !== undefined && typeof question !== 'string') || (prompt !== undefined && typeof prompt !== 'string')) return null;
+  if (info !== undefined && !isPlainObject(info)) return null;
+  return { index, answer: String(answer), prompt: question ?? prompt ?? null, info: info === undefined ? {} : { ...info } };
+}
+
+export function parseRow(value: unknown, index: number, where: string): DatasetRow {
+  const checked = checkedRow(value, index);
+  if (checked) return checked;
+  const parsed = datasetRowSchema().safeParse(value);
   if (!parsed.success) {
     throw new GatekeptError('BAD_DATASET', `${where}: row ${index + 1} is invalid`, {
       details: describeIssues(parsed.error),
