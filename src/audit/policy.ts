@@ -123,7 +123,7 @@ type PolicyFileSchema = ReturnType<typeof buildPolicyFileSchema>;
 
 let policyFileSchemaBuilt: PolicyFileSchema | undefined;
 
-function policyFileSchema(): PolicyFileSchema {
+export function policyFileSchema(): PolicyFileSchema {
   policyFileSchemaBuilt ??= buildPolicyFileSchema();
   return policyFileSchemaBuilt;
 }
@@ -214,8 +214,77 @@ export function describeIssues(error: z.ZodError, prefix = ''): string[] {
   return describeIssueList(error.issues, [], prefix);
 }
 
+type PolicyOutput = z.output<PolicyFileSchema>;
+
+const isTable = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && [Object.prototype, null].includes(Object.getPrototypeOf(value));
+const within = (value: unknown, low: number, high: number, whole: boolean): value is number =>
+  typeof value === 'number' && (whole ? Number.isSafeInteger(value) : Number.isFinite(value)) && value >= low && value <= high;
+const above = (value: unknown, low: number, high: number): value is number => typeof value === 'number' && Number.isFinite(value) && value > low && value < high;
+const onlyKeys = (table: Record<string, unknown>, keys: readonly string[]): boolean => Object.keys(table).every((key) => keys.includes(key));
+
+/** A section of the policy: its own table, or {} where it is left out; null for anything else. */
+function section(value: unknown, keys: readonly string[]): Record<string, unknown> | null {
+  if (value === undefined) return {};
+  return isTable(value) && onlyKeys(value, keys) ? value : null;
+}
+
+/**
+ * What the policy schema gives back for a policy it accepts, checked by
+ * hand, or null for the schema to judge and describe: every run given a
+ * policy file validates it before its first worker starts, and building the
+ * schema costs more than that start's other work.
+ */
+export function checkedPolicy(input: unknown): PolicyOutput | null {
+  const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'budget', 'timeouts', 'limits', 'env_audit']);
+  if (top === null) return null;
+  const budget = section(top.budget, ['rows', 'bootstrap_resamples', 'confidence']);
+  const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s']);
+  const limits = section(top.limits, ['memory_mb']);
+  const envAudit = section(top.env_audit, ['weights']);
+  if (!budget || !timeouts || !limits || !envAudit) return null;
+  const weightNames = ['integrity', 'reward_design', 'dataset_health', 'contamination', 'reward_distribution'] as const;
+  const givenWeights = section(envAudit.weights, weightNames);
+  if (!givenWeights) return null;
+  const pick = <T>(value: unknown, fallback: T): unknown => (value === undefined ? fallback : value);
+  const maxHackability = pick(top.max_hackability, DEFAULTS.max_hackability);
+  const maxCiHi = pick(top.max_hack_rate_ci_hi, DEFAULTS.max_hack_rate_ci_hi);
+  const seed = pick(top.seed, DEFAULTS.seed);
+  const strict = pick(top.strict, DEFAULTS.strict);
+  const rows = pick(budget.rows, DEFAULTS.budget.rows);
+  const resamples = pick(budget.bootstrap_resamples, DEFAULTS.budget.bootstrap_resamples);
+  const confidence = pick(budget.confidence, DEFAULTS.budget.confidence);
+  const callMs = pick(timeouts.call_ms, DEFAULTS.timeouts.call_ms);
+  const importMs = pick(timeouts.import_ms, DEFAULTS.timeouts.import_ms);
+  const totalS = pick(timeouts.total_s, DEFAULTS.timeouts.total_s);
+  const memoryMb = pick(limits.memory_mb, DEFAULTS.limits.memory_mb);
+  if (!above(maxHackability, 0, 100) || !above(maxCiHi, 0, 1) || !within(seed, 0, 2 ** 32 - 1, true) || typeof strict !== 'boolean') return null;
+  if (!within(rows, 1, 100_000, true) || !within(resamples, 200, 100_000, true) || !above(confidence, 0.5, 1)) return null;
+  if (!within(callMs, 10, 600_000, true) || !within(importMs, 100, 600_000, true) || !within(totalS, 1, 86_400, true) || callMs >= totalS * 1000) return null;
+  if (!within(memoryMb, 0, 1_048_576, true) || (memoryMb !== 0 && memoryMb < MIN_MEMORY_MB)) return null;
+  const weights = { ...DEFAULTS.env_audit.weights };
+  for (const name of weightNames) {
+    const weight = pick(givenWeights[name], weights[name]);
+    if (!within(weight, 0, 100, false)) return null;
+    weights[name] = weight;
+  }
+  if (!Object.values(weights).some((weight) => weight > 0)) return null;
+  return {
+    max_hackability: maxHackability,
+    max_hack_rate_ci_hi: maxCiHi,
+    seed,
+    strict,
+    budget: { rows, bootstrap_resamples: resamples, confidence },
+    timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS },
+    limits: { memory_mb: memoryMb },
+    env_audit: { weights },
+  };
+}
+
 /** Validate an already-parsed policy object (from TOML or from library callers). */
 export function parsePolicy(input: unknown, source = 'policy'): GatePolicy {
+  const checked = checkedPolicy(input ?? {});
+  if (checked) return normalise(checked);
   const result = policyFileSchema().safeParse(input ?? {}, ONE_SHOT);
   if (!result.success) {
     throw new GatekeptError('BAD_POLICY', `invalid policy in ${source}`, {
