@@ -123,42 +123,80 @@ function dumpValues(count: number, position: Position | null, ctx: GoldContext):
   return items.join(' ');
 }
 
+/** A template cut at its placeholders, so that rendering it is a walk over its parts. */
+type Part =
+  | { kind: 'text'; text: string }
+  | { kind: 'pad'; size: number }
+  | { kind: 'dump'; size: number }
+  | { kind: 'labels' }
+  | { kind: 'value'; name: string; inFormat: boolean; filters: readonly (readonly [string, string | undefined])[] };
+
+/** Templates are few and rendered once per gold and variant: each is cut once. */
+const partsByTemplate = new Map<string, readonly Part[]>();
+
+function partsOf(template: string): readonly Part[] {
+  let parts = partsByTemplate.get(template);
+  if (parts !== undefined) return parts;
+  const cut: Part[] = [];
+  let last = 0;
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    const [all, inFormat, name, filters, sized, size, times, repeated] = match;
+    if (match.index > last) cut.push({ kind: 'text', text: template.slice(last, match.index) });
+    last = match.index + all.length;
+    if (sized === 'PAD') cut.push({ kind: 'pad', size: Number(size) });
+    else if (sized === 'DUMP') cut.push({ kind: 'dump', size: Number(size) });
+    else if (times !== undefined) cut.push({ kind: 'text', text: (repeated ?? '').repeat(Number(times)) });
+    else if (name === undefined) cut.push({ kind: 'labels' });
+    else {
+      const steps = (filters ?? '')
+        .split('|')
+        .slice(1)
+        .map((step) => {
+          const colon = step.indexOf(':');
+          return colon < 0 ? ([step, undefined] as const) : ([step.slice(0, colon), step.slice(colon + 1)] as const);
+        });
+      cut.push({ kind: 'value', name, inFormat: Boolean(inFormat), filters: steps });
+    }
+  }
+  if (last < template.length) cut.push({ kind: 'text', text: template.slice(last) });
+  parts = cut;
+  partsByTemplate.set(template, parts);
+  return parts;
+}
+
+function placeholderValue(name: string, variant: Variant, ctx: GoldContext, slots: Map<string, string>): string | undefined {
+  if (name === 'G') return ctx.gold;
+  if (name === 'W') return ctx.wrong[0];
+  if (name === 'W2') return ctx.wrong[1];
+  if (name === 'W3') return ctx.wrong[2];
+  if (name === 'L') return variant.label ?? undefined;
+  return slots.get(name);
+}
+
+/** The template for this gold and variant, or undefined where one of its values does not apply. */
 function render(template: string, variant: Variant, ctx: GoldContext): string | undefined {
   const slots = slotValues(slotsUsed(template), variant.position, ctx);
   if (slots === undefined) return undefined;
-  let failed = false;
-  const text = template.replace(
-    PLACEHOLDER,
-    (_all, inFormat: string | undefined, name: string | undefined, filters: string | undefined, sized: string | undefined, size: string | undefined, times: string | undefined, repeated: string | undefined) => {
-      if (failed) return '';
-      if (sized === 'PAD') return padding(Number(size));
-      if (sized === 'DUMP') {
-        const dump = dumpValues(Number(size), variant.position, ctx);
-        if (dump === undefined) failed = true;
-        return dump ?? '';
-      }
-      if (times !== undefined) return (repeated ?? '').repeat(Number(times));
-      if (name === undefined) return ctx.choices.join(', ');
-      let value: string | undefined;
-      if (name === 'G') value = ctx.gold;
-      else if (name === 'W') value = ctx.wrong[0];
-      else if (name === 'W2') value = ctx.wrong[1];
-      else if (name === 'W3') value = ctx.wrong[2];
-      else if (name === 'L') value = variant.label ?? undefined;
-      else value = slots.get(name);
-      for (const part of (filters ?? '').split('|').slice(1)) {
+  let text = '';
+  for (const part of partsOf(template)) {
+    if (part.kind === 'text') text += part.text;
+    else if (part.kind === 'pad') text += padding(part.size);
+    else if (part.kind === 'dump') {
+      const dump = dumpValues(part.size, variant.position, ctx);
+      if (dump === undefined) return undefined;
+      text += dump;
+    } else if (part.kind === 'labels') text += ctx.choices.join(', ');
+    else {
+      let value = placeholderValue(part.name, variant, ctx, slots);
+      for (const [filter, argument] of part.filters) {
         if (value === undefined) break;
-        const colon = part.indexOf(':');
-        value = colon < 0 ? applyFilter(value, part, undefined) : applyFilter(value, part.slice(0, colon), part.slice(colon + 1));
+        value = applyFilter(value, filter, argument);
       }
-      if (value === undefined) {
-        failed = true;
-        return '';
-      }
-      return inFormat && variant.format ? renderInFormat(variant.format, value) : value;
-    },
-  );
-  return failed ? undefined : text;
+      if (value === undefined) return undefined;
+      text += part.inFormat && variant.format ? renderInFormat(variant.format, value) : value;
+    }
+  }
+  return text;
 }
 
 function variantsOf(attack: Attack, ctx: GoldContext): Variant[] {
