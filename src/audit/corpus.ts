@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
+import { hasOnlyKeys, isOptional, isRecord } from '../hand-check.js';
 import { ATTACKS_DIR } from '../paths.js';
 import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
@@ -70,20 +71,8 @@ const ATTACK_KEYS: ReadonlySet<string> = new Set([
 ]);
 const FAMILY_KEYS: ReadonlySet<string> = new Set(['family', 'title', 'exploits', 'hardening', 'attacks']);
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function hasOnlyKeys(value: Record<string, unknown>, keys: ReadonlySet<string>): boolean {
-  return Object.keys(value).every((key) => keys.has(key));
-}
-
 function isOneOf(values: readonly string[], value: unknown): boolean {
   return typeof value === 'string' && values.includes(value);
-}
-
-function isOptional(value: unknown, check: (value: unknown) => boolean): boolean {
-  return value === undefined || check(value);
 }
 
 const isBoolean = (value: unknown): boolean => typeof value === 'boolean';

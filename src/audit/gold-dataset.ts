@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { makeRng } from './answer-values.js';
 import { GatekeptError } from '../errors.js';
+import { isRecord } from '../hand-check.js';
 import { readJsonlValues } from '../rows.js';
 import { describeIssues } from './policy.js';
 
@@ -35,20 +36,17 @@ export function datasetRowSchema(): ReturnType<typeof buildRowSchema> {
   return rowSchema;
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
-
 /**
  * A row the schema accepts, read by hand, or null for the schema to read (and
  * describe what is wrong): building the schema costs a short audit more than
  * reading its rows.
  */
 export function checkedRow(value: unknown, index: number): DatasetRow | null {
-  if (!isPlainObject(value)) return null;
+  if (!isRecord(value)) return null;
   const { answer, question, prompt, info } = value;
   const answerOk = (typeof answer === 'string' && answer.trim() !== '') || (typeof answer === 'number' && Number.isFinite(answer)) || typeof answer === 'boolean';
   if (!answerOk || (question !== undefined && typeof question !== 'string') || (prompt !== undefined && typeof prompt !== 'string')) return null;
-  if (info !== undefined && !isPlainObject(info)) return null;
+  if (info !== undefined && !isRecord(info)) return null;
   return { index, answer: String(answer), prompt: question ?? prompt ?? null, info: info === undefined ? {} : { ...info } };
 }
 

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
+import { hasOnlyKeys, isRecord } from '../hand-check.js';
 
 /**
  * The gate policy: read → parse (TOML) → validate (zod, strict) → normalise.
@@ -216,17 +217,14 @@ export function describeIssues(error: z.ZodError, prefix = ''): string[] {
 
 type PolicyOutput = z.output<PolicyFileSchema>;
 
-const isTable = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && [Object.prototype, null].includes(Object.getPrototypeOf(value));
 const within = (value: unknown, low: number, high: number, whole: boolean): value is number =>
   typeof value === 'number' && (whole ? Number.isSafeInteger(value) : Number.isFinite(value)) && value >= low && value <= high;
 const above = (value: unknown, low: number, high: number): value is number => typeof value === 'number' && Number.isFinite(value) && value > low && value < high;
-const onlyKeys = (table: Record<string, unknown>, keys: readonly string[]): boolean => Object.keys(table).every((key) => keys.includes(key));
 
 /** A section of the policy: its own table, or {} where it is left out; null for anything else. */
 function section(value: unknown, keys: readonly string[]): Record<string, unknown> | null {
   if (value === undefined) return {};
-  return isTable(value) && onlyKeys(value, keys) ? value : null;
+  return isRecord(value) && hasOnlyKeys(value, keys) ? value : null;
 }
 
 /**

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { isName, isOptionalText, isRecord, isText } from '../hand-check.js';
 import { SANDBOX_MODES } from '../runtime/sandbox.js';
 import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
 
@@ -69,8 +70,6 @@ export const gateOptionsSchema = () =>
 
 export type GateCliOptions = z.output<ReturnType<typeof gateOptionsSchema>>;
 
-const isString = (value: unknown): value is string => typeof value === 'string';
-const optionalText = (value: unknown): value is string | undefined => value === undefined || isString(value);
 const oneOf = <T extends string>(allowed: readonly T[], value: unknown, fallback: T): T | null =>
   value === undefined ? fallback : (allowed as readonly unknown[]).includes(value) ? (value as T) : null;
 const SEED = /^\d{1,10}$/;
@@ -85,14 +84,13 @@ function isFormat(value: string): boolean {
  * What gateOptionsSchema() gives back for commander's raw options when it
  * accepts them, or null for anything it might refuse (zod then says why).
  */
-export function checkedGateOptions(raw: unknown): GateCliOptions | null {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return null;
-  const options = raw as Record<string, unknown>;
+export function checkedGateOptions(options: unknown): GateCliOptions | null {
+  if (!isRecord(options)) return null;
   const { reward, answer, dataset, policy, python, report, strict } = options;
-  if (!isString(reward) || reward.length === 0) return null;
-  if (!optionalText(answer) || !optionalText(dataset) || !optionalText(policy) || !optionalText(python)) return null;
+  if (!isName(reward)) return null;
+  if (!isOptionalText(answer) || !isOptionalText(dataset) || !isOptionalText(policy) || !isOptionalText(python)) return null;
   if ((answer === undefined) === (dataset === undefined)) return null;
-  if (report !== undefined && (!isString(report) || report.length === 0)) return null;
+  if (report !== undefined && !isName(report)) return null;
   if (strict !== undefined && typeof strict !== 'boolean') return null;
   const json = options.json === undefined ? false : options.json;
   if (typeof json !== 'boolean') return null;
@@ -102,22 +100,22 @@ export function checkedGateOptions(raw: unknown): GateCliOptions | null {
   if (answerType === null || sandbox === null || completionFormat === null) return null;
   const format = options.format === undefined ? [] : options.format;
   const pythonpath = options.pythonpath === undefined ? [] : options.pythonpath;
-  if (!Array.isArray(format) || !format.every((value) => isString(value) && isFormat(value))) return null;
-  if (!Array.isArray(pythonpath) || !pythonpath.every(isString)) return null;
+  if (!Array.isArray(format) || !format.every((value) => isText(value) && isFormat(value))) return null;
+  if (!Array.isArray(pythonpath) || !pythonpath.every(isText)) return null;
   let choices: string[] | undefined;
   if (options.choices !== undefined) {
-    if (!isString(options.choices)) return null;
+    if (!isText(options.choices)) return null;
     choices = options.choices.split(',').map((label) => label.trim()).filter(Boolean);
     if (choices.length < 2 || new Set(choices).size !== choices.length) return null;
   }
   let seed: number | undefined;
   if (options.seed !== undefined) {
-    if (!isString(options.seed) || !SEED.test(options.seed) || Number(options.seed) > 0xffff_ffff) return null;
+    if (!isText(options.seed) || !SEED.test(options.seed) || Number(options.seed) > 0xffff_ffff) return null;
     seed = Number(options.seed);
   }
   let workers: number | undefined;
   if (options.workers !== undefined) {
-    if (!isString(options.workers) || !WHOLE.test(options.workers)) return null;
+    if (!isText(options.workers) || !WHOLE.test(options.workers)) return null;
     workers = Number(options.workers);
     if (workers < 1 || workers > 256) return null;
   }

@@ -13,6 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { Writable } from 'node:stream';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
+import { isName, isRecord, isText } from '../hand-check.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';
 import { escapeControl, escapeLine } from './escape-control.js';
@@ -193,7 +194,6 @@ type WorkerReply =
   /** The supervisor caught the worker writing what only the supervisor may write. */
   | { op: 'tampered'; message: string };
 
-const isText = (value: unknown): value is string => typeof value === 'string';
 
 /**
  * Checked by hand rather than with a schema: this runs once per verifier
@@ -321,9 +321,8 @@ type ReadyReply = z.output<ReturnType<typeof buildReadyReplySchema>>;
  * (a failed import, a broken reply). Every worker's start waits on this, and
  * building the schema costs more than the check.
  */
-export function checkedReadyReply(value: unknown): ReadyReply | null {
-  if (typeof value !== 'object' || value === null) return null;
-  const reply = value as Record<string, unknown>;
+export function checkedReadyReply(reply: unknown): ReadyReply | null {
+  if (!isRecord(reply)) return null;
   const { params, var_kwargs, is_async, python, source_file, import_ms } = reply;
   if (reply.op !== 'ready' || reply.ok !== true) return null;
   if (!Array.isArray(params) || !params.every(isText) || typeof var_kwargs !== 'boolean' || typeof is_async !== 'boolean') return null;
@@ -538,7 +537,6 @@ export function sessionOptionsSchema(): ReturnType<typeof buildOptionsSchema> {
   return optionsSchemaBuilt;
 }
 
-const isName = (value: unknown): value is string => typeof value === 'string' && value.length > 0;
 const isCount = (value: unknown, least: number): value is number => Number.isSafeInteger(value) && (value as number) >= least;
 
 /**
@@ -548,15 +546,14 @@ const isCount = (value: unknown, least: number): value is number => Number.isSaf
  * costs more than the rest of the start before the spawn.
  */
 export function checkedSessionOptions(options: unknown): ParsedOptions | null {
-  if (typeof options !== 'object' || options === null) return null;
-  const value = options as Record<string, unknown>;
-  const target = value.target as Record<string, unknown> | null | undefined;
-  if (typeof target !== 'object' || target === null || !isName(target.fn)) return null;
+  if (!isRecord(options)) return null;
+  const target = options.target;
+  if (!isRecord(target) || !isName(target.fn)) return null;
   let checkedTarget: ParsedOptions['target'];
   if (target.kind === 'module' && isName(target.module)) checkedTarget = { kind: 'module', module: target.module, fn: target.fn };
   else if (target.kind === 'file' && isName(target.path)) checkedTarget = { kind: 'file', path: target.path, fn: target.fn };
   else return null;
-  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox } = value;
+  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox } = options;
   if (
     !isName(python) ||
     !Array.isArray(pythonpath) ||

@@ -228,20 +228,6 @@ export class WorkerPool {
   }
 
   /**
-   * Evaluate in a new worker process that has seen no call before, then end
-   * it: what a fresh process scores is what training's first calls get.
-   */
-  async evaluateFresh(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
-    if (this.closed) throw new Error('worker pool is closed');
-    const session = await openVerifierSession(this.options);
-    try {
-      return await session.evaluate(requests, { stopOnTimeout: true });
-    } finally {
-      await session.close();
-    }
-  }
-
-  /**
    * Batches sized to take about BATCH_TARGET_MS each, from the evaluations
    * first in the queue. Where several workers share the queue, a batch is a
    * share of what is queued, so that they run out of work together; a lone
