@@ -1284,9 +1284,18 @@ _LONG_COUNT = [0]
 def _completion_text(field):
     """["k", text]: remember text; [number, start, middle, end]: the remembered
     text of that number's first `start` characters, then middle, then its last
-    `end` (remembered in turn)."""
+    `end`; [number, head, start, stop, tail]: head, that text's characters from
+    start to stop, then tail (remembered in turn)."""
     if len(field) == 2 and field[0] == "k" and type(field[1]) is str:
         text = field[1]
+    elif len(field) == 5 and type(field[1]) is str and type(field[4]) is str:
+        number, start, stop = field[0], field[2], field[3]
+        if type(number) is not int or type(start) is not int or type(stop) is not int or not 0 <= start <= stop:
+            raise ValueError("bad offsets")
+        base = _LONG_TEXTS[number]
+        if stop > len(base):
+            raise ValueError("offsets past the remembered text")
+        text = field[1] + base[start:stop] + field[4]
     elif len(field) == 4 and type(field[2]) is str:
         number, start, end = field[0], field[1], field[3]
         if type(number) is not int or type(start) is not int or type(end) is not int or min(start, end) < 0:

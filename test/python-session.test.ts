@@ -441,6 +441,9 @@ describe('long completions', () => {
     ...Array.from({ length: 300 }, (_, index) => `${index} ${pad.slice(0, 2000)}`),
     `0 ${pad.slice(0, 2000)}`,
     `${pad}\\boxed{1037}`,
+    // Golds at both ends: only the padding between them is shared.
+    `\\boxed{1037}\n${pad}\n\\boxed{1074}`,
+    `\\boxed{2}\n${pad}\n\\boxed{11110}`,
   ];
 
   // The verifier answers with a digest of what it received, so a completion rebuilt wrong shows.
@@ -465,6 +468,7 @@ describe('long completions', () => {
     // Most of a long completion that shares its padding is not sent again.
     expect(sent[1]!.length).toBeLessThan(100);
     expect(sent[4]!.length).toBeLessThan(100);
+    expect(sent.at(-1)!.length).toBeLessThan(100);
     const results = await withSession(source, (session) => session.evaluate([...texts, ...texts].map((text) => req(text))));
     expect(results.map((result) => result.reward)).toEqual([...texts, ...texts].map(digest));
   });
@@ -501,6 +505,25 @@ describe('long completions', () => {
       expect(b.filter((_, index) => index !== 150).map((result) => result.reward)).toEqual(texts.map(digest));
       expect(c.map((result) => result.reward)).toEqual([...texts].reverse().map(digest));
     });
+  });
+
+  it('are refused with a protocol error when they name what the worker does not hold', async () => {
+    const file = await verifierFile(digestSource());
+    const text = 'lorem ipsum '.repeat(200);
+    const forms: unknown[] = [
+      ['k', text],
+      [0, '<', 5, 5000, '>'],
+      [0, '<', 9, 5, '>'],
+      [0, '<', -1, 5, '>'],
+      [7, '<', 0, 5, '>'],
+      [0, 1, 5, 2, '>'],
+      [0, '<', 5, 20, '>'],
+    ];
+    const input = forms.map((form, index) => JSON.stringify([index + 1, form, '1', null, {}])).join('\n');
+    const { stdout } = await execa(PYTHON, [path.join(PACKAGE_ROOT, 'test/fixtures/raw-harness.py'), path.join(PACKAGE_ROOT, 'python/harness.py'), file, dir], { input });
+    const replies = stdout.trim().split('\n').slice(1).map((line) => JSON.parse(line) as unknown[]);
+    expect(replies.map((reply) => reply[0])).toEqual([1, 'error', 'error', 'error', 'error', 'error', 7]);
+    expect(replies[6]![2]).toBe(digest(`<${text.slice(5, 20)}>`));
   });
 
   it('decode mirrors encode', () => {
