@@ -8,7 +8,9 @@
  * The calls are captured from the gate itself, so calibration, honest
  * variants and alternates are counted, as `timing.evaluations` counts them.
  * Three verifiers: a trivial one, one that costs 1 ms per call, and one built
- * on the real math-verify package (its import time included: users pay it).
+ * on the real math-verify package (its import time included: users pay it);
+ * and a lenient 1 ms one, which rewards most candidates, for what re-scoring
+ * them under other golds costs next to the strict one.
  *
  * Two parts:
  * - one answer: the whole `gatekept gate --answer` command against the
@@ -24,8 +26,8 @@
  *   npm run bench                  the full run (several minutes on 2 cores)
  *   npm run bench -- --quick       small sizes, under a minute
  *   npm run bench -- --python "$(bash scripts/setup-python-env.sh verifiers-v1)"
- *   options: --verifiers trivial,1ms,math-verify  --trivial 1000,100000
- *            --slow 1000,5000  --math 1000  --workers 2  --runs 5
+ *   options: --verifiers trivial,1ms,math-verify,1ms-lenient  --trivial 1000,100000
+ *            --slow 1000,5000  --math 1000  --lenient 5000  --workers 2  --runs 5
  *            --single-only (one answer only; prints, writes nothing)
  *            --dry-run (print, write nothing)
  */
@@ -45,11 +47,12 @@ const VERIFIERS = {
   trivial: { label: 'trivial', spec: 'examples/verifiers/strict.py:reward' },
   '1ms': { label: '1 ms', spec: 'scripts/fixtures/slow-strict.py:reward' },
   'math-verify': { label: 'math-verify', spec: 'scripts/fixtures/math-verify.py:reward' },
+  '1ms-lenient': { label: '1 ms, lenient', spec: 'scripts/fixtures/slow-lenient.py:reward' },
 } as const;
 type VerifierKey = keyof typeof VERIFIERS;
 
-const FULL = { trivial: '1000,10000,100000,1000000', slow: '1000,5000,20000', math: '1000,5000,20000', runs: '5' };
-const QUICK = { trivial: '1000,10000', slow: '1000', math: '', runs: '3' };
+const FULL = { trivial: '1000,10000,100000,1000000', slow: '1000,5000,20000', math: '1000,5000,20000', lenient: '5000', runs: '5' };
+const QUICK = { trivial: '1000,10000', slow: '1000', math: '', lenient: '1000', runs: '3' };
 const GOLD = '1037';
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';
@@ -302,6 +305,7 @@ export function evaluateTargets(single: SingleRow[], scale: ScaleRow[]): Target[
     measured: one ? `${one.ratio}x` : '-',
     status: !one ? 'not measured' : one.ratio < 1.5 ? 'met' : 'missed',
   });
+  targets.push(rescoringTarget(slow, scale.filter((row) => row.verifier === '1 ms, lenient')));
   const hundredK = trivial.find((row) => row.target_candidates === 100_000);
   const million = trivial.find((row) => row.target_candidates === 1_000_000);
   const memoryRatio = hundredK && million ? round(million.peak_tree_mb / hundredK.peak_tree_mb) : null;
@@ -311,6 +315,38 @@ export function evaluateTargets(single: SingleRow[], scale: ScaleRow[]): Target[
     status: memoryRatio === null ? 'not measured' : memoryRatio <= 1.5 ? 'met' : 'missed',
   });
   return targets;
+}
+
+/**
+ * What re-scoring rewarded candidates under other golds adds: the lenient
+ * 1 ms verifier rewards most candidates, the strict one few, on the same
+ * rows. The wall time the lenient audit adds, per call it adds, against the
+ * ideal cost of a call (per-call cost / workers), held to the same bar as the
+ * 1 ms verifier's other calls at ≥ 5k evaluations.
+ */
+function rescoringTarget(strict: readonly ScaleRow[], lenient: readonly ScaleRow[]): Target {
+  const target = 'invariance re-scoring: the calls it adds cost no more than other calls (within the 1.15x of the ideal set for ≥ 5k evaluations)';
+  const pairs = lenient.flatMap((row) => {
+    const base = strict.find((other) => other.target_candidates === row.target_candidates);
+    return base && row.evaluations > base.evaluations ? [{ base, row }] : [];
+  });
+  if (pairs.length === 0) return { target, measured: '-', status: 'not measured' };
+  const measured = pairs.map(({ base, row }) => {
+    const added = row.evaluations - base.evaluations;
+    const perAddedMs = ((row.wall_s - base.wall_s) * 1000) / added;
+    const idealMs = (base.ideal_s * 1000) / base.evaluations;
+    return { added, perAddedMs, ratio: round(perAddedMs / idealMs), idealMs, base };
+  });
+  return {
+    target,
+    measured: measured
+      .map(
+        ({ added, perAddedMs, ratio, idealMs, base }) =>
+          `${added.toLocaleString('en-US')} added calls at ${base.target_candidates.toLocaleString('en-US')} candidates: ${round(perAddedMs, 3)} ms each, ${ratio}x the ideal ${round(idealMs, 3)} ms`,
+      )
+      .join('; '),
+    status: measured.every(({ ratio }) => ratio <= 1.15) ? 'met' : 'missed',
+  };
 }
 
 export function renderMarkdown(bench: Bench): string {
@@ -398,6 +434,7 @@ async function main(): Promise<number> {
       trivial: { type: 'string' },
       slow: { type: 'string' },
       math: { type: 'string' },
+      lenient: { type: 'string' },
       workers: { type: 'string', default: String(os.availableParallelism()) },
       runs: { type: 'string' },
       python: { type: 'string', default: process.env.GATEKEPT_PYTHON ?? 'python3' },
@@ -413,8 +450,13 @@ async function main(): Promise<number> {
   const unknown = keys.filter((key) => !(key in VERIFIERS));
   if (unknown.length > 0) throw new Error(`unknown verifier ${unknown.join(', ')}: choose from ${Object.keys(VERIFIERS).join(', ')}`);
   const sizes: Record<VerifierKey, number[]> = values['single-only']
-    ? { trivial: [], '1ms': [], 'math-verify': [] }
-    : { trivial: sizesOf(values.trivial ?? preset.trivial), '1ms': sizesOf(values.slow ?? preset.slow), 'math-verify': sizesOf(values.math ?? preset.math) };
+    ? { trivial: [], '1ms': [], 'math-verify': [], '1ms-lenient': [] }
+    : {
+        trivial: sizesOf(values.trivial ?? preset.trivial),
+        '1ms': sizesOf(values.slow ?? preset.slow),
+        'math-verify': sizesOf(values.math ?? preset.math),
+        '1ms-lenient': sizesOf(values.lenient ?? preset.lenient),
+      };
   if (keys.includes('math-verify') && spawnSync(python, ['-c', 'import math_verify']).status !== 0) {
     console.error(`${python} cannot import math_verify. Run with --python "$(bash scripts/setup-python-env.sh verifiers-v1)", or leave it out with --verifiers trivial,1ms.`);
     return 2;
