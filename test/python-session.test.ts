@@ -930,6 +930,29 @@ def reward(completion, answer, **kwargs):
     }
   });
 
+  it('hands an evaluation asked to go in one batch to one worker, and splits it otherwise', async () => {
+    const source = `
+import os, time
+# Which worker made the call (pids repeat across sandboxes).
+WORKER = int.from_bytes(os.urandom(4), "big")
+def reward(completion, answer, **kwargs):
+    time.sleep(0.005)
+    return WORKER
+`;
+    const pool = await WorkerPool.open({ ...options(await verifierFile(source)), workers: 2 });
+    try {
+      pool.reserve(10_000);
+      await pool.evaluate(Array.from({ length: 200 }, (_, index) => req(String(index))));
+      expect(pool.size).toBe(2);
+      const workersOf = (results: EvalResult[]) => new Set(results.map((result) => result.reward)).size;
+      const sample = Array.from({ length: 48 }, (_, index) => req(String(index)));
+      expect(workersOf(await pool.evaluate(sample))).toBe(2);
+      expect(workersOf(await pool.evaluate(sample, { oneBatch: true }))).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('starts a second worker during an evaluation once its calls are timed, without stopping the first', async () => {
     const pool = await WorkerPool.open({ ...options(await verifierFile(SLOW)), workers: 2 });
     try {

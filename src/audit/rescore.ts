@@ -100,8 +100,9 @@ export class RescoreSample {
     const requests = sample.map((entry) => entry.request);
     const expected = sample.map((entry) => entry.reward);
     const freshOrder = [...requests].reverse();
-    // The two passes share no process, so neither can see the other's calls.
-    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true }), scoreFresh(fresh, freshOrder)]);
+    // The two passes share no process, so neither can see the other's calls;
+    // the warm one goes to one worker, as the fresh one does.
+    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true, oneBatch: true }), scoreFresh(fresh, freshOrder)]);
     observe(requests, warm);
     observe(freshOrder, freshResults);
     freshResults.reverse();

@@ -35,6 +35,13 @@ export interface EvaluateOptions {
   stopOnTimeout?: boolean;
   /** Checked before each batch is handed out: once true, the calls not yet handed out are skipped. */
   cancelled?: () => boolean;
+  /**
+   * Hand all of it to one worker as one batch. For a pass that runs beside
+   * another process's pass of the same length (the re-check's warm and
+   * fresh passes), splitting it cannot end it sooner, and on two cores the
+   * third busy process only slows the other pass down.
+   */
+  oneBatch?: boolean;
 }
 
 const BATCH_TARGET_MS = 40;
@@ -238,9 +245,12 @@ export class WorkerPool {
     const perCall = this.meanCallMs ?? 1;
     const workers = this.sessions.length + this.pendingOpens;
     const shares = workers > 1 ? LANES_PER_WORKER * workers : 1;
+    const first = this.queue[0];
     const size =
       this.options.batchSize ??
-      Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01))));
+      (first?.options.oneBatch && first.waiting > 0
+        ? first.waiting
+        : Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01)))));
     const parts: Part[] = [];
     let room = size;
     while (room > 0 && this.queue.length > 0) {
