@@ -211,7 +211,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     state.phases.score = performance.now() - scoring;
     const recheck = rechecking ? await rechecking : null;
     Object.assign(state.phases, evaluator.callMs);
-    // Shutting the workers down overlaps with the decision and the record.
+    // Shutting the workers down overlaps with the decision and the record
+    // (nothing in the record comes from the workers' ends).
     const closing = Promise.all([pool.close(), closeFresh()]);
 
     const deciding = performance.now();
@@ -224,7 +225,6 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     );
     state.phases.score += performance.now() - deciding;
     const info = pool.info;
-    await closing;
     const record = await buildRecord({
       spec: options.reward,
       verifierFile: target.kind === 'file' ? target.path : null,
@@ -242,6 +242,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       isolation: pool.isolation,
       timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations },
     });
+    await closing;
     return {
       decision: record.decision,
       passed: record.decision === 'PASS',
