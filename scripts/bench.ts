@@ -47,8 +47,9 @@ const VERIFIERS = {
   trivial: { label: 'trivial', spec: 'examples/verifiers/strict.py:reward' },
   '1ms': { label: '1 ms', spec: 'scripts/fixtures/slow-strict.py:reward' },
   'math-verify': { label: 'math-verify', spec: 'scripts/fixtures/math-verify.py:reward' },
-  '1ms-lenient': { label: '1 ms, lenient', spec: 'scripts/fixtures/slow-lenient.py:reward' },
-} as const;
+  // Audited on the 1 ms verifier's rows (when that one runs too), so that the two differ only in what they reward.
+  '1ms-lenient': { label: '1 ms, lenient', spec: 'scripts/fixtures/slow-lenient.py:reward', rowsOf: '1ms' },
+} as const satisfies Record<string, { label: string; spec: string; rowsOf?: string }>;
 type VerifierKey = keyof typeof VERIFIERS;
 
 const FULL = { trivial: '1000,10000,100000,1000000', slow: '1000,5000,20000', math: '1000,5000,20000', lenient: '5000', runs: '5' };
@@ -318,16 +319,17 @@ export function evaluateTargets(single: SingleRow[], scale: ScaleRow[]): Target[
 }
 
 /**
- * What re-scoring rewarded candidates under other golds adds: the lenient
- * 1 ms verifier rewards most candidates, the strict one few, on the same
- * rows. The wall time the lenient audit adds, per call it adds, against the
- * ideal cost of a call (per-call cost / workers), held to the same bar as the
- * 1 ms verifier's other calls at ≥ 5k evaluations.
+ * What re-scoring rewarded candidates adds: the lenient 1 ms verifier
+ * rewards most candidates, the strict one few, on the same rows, so the
+ * lenient audit makes more calls (mostly the invariance test's, re-scoring
+ * each rewarded candidate under other golds). The wall time it adds, per call
+ * it adds, against the ideal cost of a call (per-call cost / workers), held
+ * to the same bar as the 1 ms verifier's other calls at ≥ 5k evaluations.
  */
 function rescoringTarget(strict: readonly ScaleRow[], lenient: readonly ScaleRow[]): Target {
   const target = 'invariance re-scoring: the calls it adds cost no more than other calls (within the 1.15x of the ideal set for ≥ 5k evaluations)';
   const pairs = lenient.flatMap((row) => {
-    const base = strict.find((other) => other.target_candidates === row.target_candidates);
+    const base = strict.find((other) => other.rows === row.rows);
     return base && row.evaluations > base.evaluations ? [{ base, row }] : [];
   });
   if (pairs.length === 0) return { target, measured: '-', status: 'not measured' };
@@ -342,7 +344,7 @@ function rescoringTarget(strict: readonly ScaleRow[], lenient: readonly ScaleRow
     measured: measured
       .map(
         ({ added, perAddedMs, ratio, idealMs, base }) =>
-          `${added.toLocaleString('en-US')} added calls at ${base.target_candidates.toLocaleString('en-US')} candidates: ${round(perAddedMs, 3)} ms each, ${ratio}x the ideal ${round(idealMs, 3)} ms`,
+          `${added.toLocaleString('en-US')} calls added on ${base.rows} rows: ${round(perAddedMs, 3)} ms each, ${ratio}x the ideal ${round(idealMs, 3)} ms`,
       )
       .join('; '),
     status: measured.every(({ ratio }) => ratio <= 1.15) ? 'met' : 'missed',
@@ -468,6 +470,8 @@ async function main(): Promise<number> {
   const scale: ScaleRow[] = [];
   const notes: string[] = [];
   let pythonVersion = 'unknown';
+  /** Candidates one row brings, per verifier: a dataset's rows are sized by it. */
+  const perRowOf = new Map<string, number>();
   try {
     const nodeStarts = Array.from({ length: runs }, nodeStartMs);
     const nodeMs = median(nodeStarts);
@@ -513,7 +517,9 @@ async function main(): Promise<number> {
       single.push(row);
       console.log(JSON.stringify({ single: row }));
 
-      const perRow = Math.max(1, captured.record.corpus.candidates);
+      const own = Math.max(1, captured.record.corpus.candidates);
+      perRowOf.set(key, own);
+      const perRow = ('rowsOf' in verifier ? perRowOf.get(verifier.rowsOf) : undefined) ?? own;
       for (const target of sizes[key]) {
         const rows = Math.max(1, Math.round(target / perRow));
         const dataset = path.join(dir, `rows-${rows}.jsonl`);
