@@ -44,7 +44,19 @@ export interface EvaluateOptions {
   oneBatch?: boolean;
 }
 
-const BATCH_TARGET_MS = 40;
+/**
+ * How long a batch's calls should take. Each batch costs Node a round of
+ * encoding, reading, judging and a check of the worker's home, so a slow
+ * verifier's audit makes fewer of them; the end of an audit does not wait
+ * on a long batch, since batches shrink to shares of what is left.
+ */
+const BATCH_TARGET_MS = 100;
+/**
+ * The same, until calls have been timed (a call is guessed at 1 ms): the
+ * first batches come back soon, so that the pool learns what a call costs
+ * and starts the workers a slow verifier needs.
+ */
+const FIRST_BATCH_TARGET_MS = 40;
 
 /**
  * Batches a worker holds at once: the one it runs and the next, sent ahead
@@ -235,14 +247,16 @@ export class WorkerPool {
   }
 
   /**
-   * Batches sized to take about BATCH_TARGET_MS each, from the evaluations
-   * first in the queue. Where several workers share the queue, a batch is a
-   * share of what is queued, so that they run out of work together; a lone
-   * worker has nobody to share with, and takes what is queued in one round
-   * trip instead of ever smaller halves of it.
+   * Batches sized to take about BATCH_TARGET_MS each (FIRST_BATCH_TARGET_MS
+   * before any call was timed), from the evaluations first in the queue.
+   * Where several workers share the queue, a batch is a share of what is
+   * queued, so that they run out of work together; a lone worker has nobody
+   * to share with, and takes what is queued in one round trip instead of
+   * ever smaller halves of it.
    */
   private take(): Part[] | null {
     const perCall = this.meanCallMs ?? 1;
+    const target = this.meanCallMs === undefined ? FIRST_BATCH_TARGET_MS : BATCH_TARGET_MS;
     const workers = this.sessions.length + this.pendingOpens;
     const shares = workers > 1 ? LANES_PER_WORKER * workers : 1;
     const first = this.queue[0];
@@ -250,7 +264,7 @@ export class WorkerPool {
       this.options.batchSize ??
       (first?.options.oneBatch && first.waiting > 0
         ? first.waiting
-        : Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(BATCH_TARGET_MS / Math.max(perCall, 0.01)))));
+        : Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(target / Math.max(perCall, 0.01)))));
     const parts: Part[] = [];
     let room = size;
     while (room > 0 && this.queue.length > 0) {
