@@ -4,18 +4,13 @@ import type { Io } from './io.js';
 import { GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
+import { choiceLabels, integer } from './option-schemas.js';
 import { reportFormatFor, writeReport } from '../report/render-report.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_MODES } from '../runtime/sandbox.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
 
 /** `gatekept audit --env`: options in, the environment scorecard (or its record) and an exit code out. */
-
-const integer = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, `${name} must be a whole number`)
-    .transform(Number);
 
 const auditOptionsSchema = z.object({
   env: z.string().min(1, 'give an environment: a package directory or an installed module name'),
@@ -27,11 +22,7 @@ const auditOptionsSchema = z.object({
   against: z.array(z.string()).default([]),
   results: z.string().optional(),
   answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-  choices: z
-    .string()
-    .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
-    .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
-    .optional(),
+  choices: choiceLabels().optional(),
   format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
   policy: z.string().optional(),
   seed: integer('--seed').optional(),

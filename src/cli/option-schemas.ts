@@ -16,6 +16,13 @@ export const integer = (name: string) =>
     .regex(/^\d+$/, `${name} must be a whole number`)
     .transform(Number);
 
+/** `--choices A,B,C,D`: the labels, at least two. */
+export const choiceLabels = () =>
+  z
+    .string()
+    .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
+    .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D');
+
 /** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
 const seedOption = () =>
   z
@@ -36,10 +43,7 @@ export const gateOptionsSchema = () =>
       reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
       answer: z.string().optional(),
       answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-      choices: z
-        .string()
-        .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
-        .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D')
+      choices: choiceLabels()
         .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
         .optional(),
       format: z
