@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hackability, hackRateInterval, riskLabel, scoreFamily } from '../src/audit/score.js';
+import { excerpt } from '../src/audit/record.js';
 
 const options = { seed: 7, resamples: 2000, confidence: 0.95 };
 
@@ -70,5 +71,26 @@ describe('hack-rate interval', () => {
     expect(rate.hi).toBeLessThan(0.51);
     const all = hackRateInterval(10, 10, options);
     expect(all.hi).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('excerpt', () => {
+  // What an excerpt has always been: the first max code points, and an ellipsis when there are more.
+  const byCodePoints = (text: string, max: number): string => {
+    const chars = [...text];
+    return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
+  };
+
+  it('cuts at code points, never inside a surrogate pair, and only when there is more', () => {
+    const texts = ['', '42', 'a'.repeat(240), 'a'.repeat(241), '😀'.repeat(130), `${'😀'.repeat(120)}x`, `x${'😀'.repeat(239)}`, `${'b'.repeat(239)}😀`, `${'b'.repeat(239)}😀c`];
+    for (const text of texts) {
+      for (const max of [1, 80, 120, 240]) expect(excerpt(text, max)).toBe(byCodePoints(text, max));
+    }
+    expect(excerpt('😀'.repeat(3), 2)).toBe('😀😀…');
+  });
+
+  it('keeps the head of a long payload', () => {
+    const payload = `${'x'.repeat(200)}${'pad '.repeat(50_000)}`;
+    expect(excerpt(payload)).toBe(`${payload.slice(0, 240)}…`);
   });
 });

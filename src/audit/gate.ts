@@ -151,12 +151,12 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   let plan: AuditPlan;
   let planMs = 0;
   // A first guess at the audit's size (a row in every format costs about
-  // ROW_CALLS_GUESS calls) starts the workers it needs as soon as the plan
-  // is known, alongside the first; each row's candidates correct it.
-  const planning = planAudit(options, policy, cwd).then((planned) => {
-    pool.reserve(planned.plans.length * ROW_CALLS_GUESS);
-    if (planned.plans.length <= ROWS_IN_FLIGHT) void openFresh();
-    return planned;
+  // ROW_CALLS_GUESS calls) starts the workers it needs as soon as the rows
+  // are read, alongside the first and while the rows are planned; each
+  // row's candidates correct it.
+  const planning = planAudit(options, policy, cwd, (rows) => {
+    pool.reserve(rows * ROW_CALLS_GUESS);
+    if (rows <= ROWS_IN_FLIGHT) void openFresh();
   });
   try {
     [corpus, plan] = await Promise.all([loadCorpus(), planning]);

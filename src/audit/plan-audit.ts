@@ -128,8 +128,14 @@ export function resolveFormats(option: string | readonly string[] | undefined): 
   return { named: named.length > 0 ? unique(named) : 'auto', custom: unique(custom), label };
 }
 
-export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: string): Promise<AuditPlan> {
+/**
+ * The rows to audit and each one's golds and wrong values. `onRows` hears
+ * how many rows there are as soon as they are read, before the (seeded,
+ * slower) per-row planning, so workers can be started for them meanwhile.
+ */
+export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: string, onRows?: (count: number) => void): Promise<AuditPlan> {
   const { rows, total: rowsTotal } = await resolveRows(options, policy, cwd);
+  onRows?.(rows.length);
   const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
   const answerType = resolveAnswerType(rows, options.answerType ?? 'auto', options.choices);
   if (answerType === 'choice') {

@@ -249,9 +249,20 @@ export const PASS_STATEMENT =
 export const REJECT_STATEMENT =
   'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
 
+/**
+ * The first `max` characters (code points, so a surrogate pair is never cut)
+ * and an ellipsis when there are more. Attack payloads run to tens of
+ * kilobytes, so it reads no further than it keeps.
+ */
 export function excerpt(text: string, max = 240): string {
-  const chars = [...text];
-  return chars.length <= max ? text : `${chars.slice(0, max).join('')}…`;
+  // No more UTF-16 units than `max` means no more code points either.
+  if (text.length <= max) return text;
+  let end = 0;
+  for (let kept = 0; kept < max; kept += 1) {
+    if (end >= text.length) return text;
+    end += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
+  }
+  return end >= text.length ? text : `${text.slice(0, end)}…`;
 }
 
 export function calibrationRows(row: number, table: readonly FormatLevels[]): AuditRecord['honest']['calibration'] {

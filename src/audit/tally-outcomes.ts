@@ -18,11 +18,14 @@ export const MAX_FINDINGS = 500;
 export const MAX_EXAMPLES = 50;
 const MAX_EXAMPLES_PER_FAMILY = 2;
 
-/** Keep an example unless the list, or its family's share of it, is full: every family gets shown. */
-function keepExample(list: FindingRecord[], finding: FindingRecord): void {
+/**
+ * Keep an example unless the list, or its family's share of it, is full:
+ * every family gets shown. The finding is built only when kept; most are not.
+ */
+function keepExample(list: FindingRecord[], family: string, finding: () => FindingRecord): void {
   if (list.length >= MAX_EXAMPLES) return;
-  if (list.filter((kept) => kept.family === finding.family).length >= MAX_EXAMPLES_PER_FAMILY) return;
-  list.push(finding);
+  if (list.filter((kept) => kept.family === family).length >= MAX_EXAMPLES_PER_FAMILY) return;
+  list.push(finding());
 }
 /** Attack probes kept for replaying against packaged environments. */
 const ATTACK_PROBES = 32;
@@ -112,11 +115,11 @@ export class OutcomeTally {
       if (verdict.kind === 'false_accept') {
         family.falseAccepts += 1;
         this.falseAccepts += 1;
-        keepExample(this.falseAcceptExamples, findingOf(candidate, verdict, result));
+        keepExample(this.falseAcceptExamples, candidate.family, () => findingOf(candidate, verdict, result));
       }
       if (verdict.kind === 'equivalent_form') {
         this.equivalentForms += 1;
-        keepExample(this.equivalentExamples, findingOf(candidate, verdict, result));
+        keepExample(this.equivalentExamples, candidate.family, () => findingOf(candidate, verdict, result));
       }
       if (verdict.kind === 'exploit') {
         const severity = verdict.severity!;
