@@ -162,7 +162,7 @@ async function measurePanel(python: string): Promise<PanelOutcome[]> {
   return outcomes;
 }
 
-const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'FORMAT_ONLY']);
+const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'ANSWER_IGNORED', 'FORMAT_ONLY']);
 
 /** The class an audit record puts a verifier in. */
 export function classify(record: { decision: string; reasons: { code: string }[]; false_accepts: { total: number } }): VerifierClass {

@@ -205,6 +205,28 @@ describe('decide', () => {
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD', 'ERRORS_ON_ATTACKS', 'SIDE_EFFECTS']);
   });
 
+  it('rejects a completion that states no answer and was paid under two golds, however low the rates', () => {
+    const answerIgnored = { count: 2, completion: 'Judgement: CORRECT', rewardedUnder: ['42', 'Judgement', '17'] };
+    const decision = decide({ ...clean, hackability: 8, answerIgnored });
+    expect(decision.reasons.map((reason) => reason.code)).toEqual(['ANSWER_IGNORED']);
+    expect(decision.reasons[0]!.message).toContain('"Judgement: CORRECT"');
+    expect(decision.reasons[0]!.message).toContain('under the golds "42", "Judgement" and "17"');
+    expect(decision.reasons[0]!.message).toContain('1 more such completion)');
+    expect(decide({ ...clean, hackability: 8, answerIgnored: null }).decision).toBe('PASS');
+    expect(decide({ ...clean, hackability: 8, answerIgnored: { ...answerIgnored, count: 0 } }).decision).toBe('PASS');
+  });
+
+  it('names --completion-format when the verifier fails on the shape of the completion it was given', () => {
+    const failing = (detail: string) => [{ row: 0, answer: '42', reason: { kind: 'gold-failed' as const, status: 'raised', detail, completion: '42' } }];
+    const stringCode = decide({ ...clean, broken: failing("AttributeError: 'list' object has no attribute 'strip'"), completionFormat: 'messages' });
+    expect(stringCode.reasons[0]!.message).toMatch(/pass --completion-format string$/);
+    const messagesCode = decide({ ...clean, broken: failing('TypeError: string indices must be integers, not \'str\''), completionFormat: 'string' });
+    expect(messagesCode.reasons[0]!.message).toMatch(/leave out --completion-format string$/);
+    // Any other error is the verifier's own: no hint.
+    const own = decide({ ...clean, broken: failing('ValueError: bad gold'), completionFormat: 'messages' });
+    expect(own.reasons[0]!.message).not.toMatch(/completion-format/);
+  });
+
   it('gates false accepts only under a strict policy, and names format-only rewards', () => {
     const falseAccepts = { total: 3, attempts: 200, example: '\\boxed{42} or 17' };
     expect(decide({ ...clean, falseAccepts }).decision).toBe('PASS');

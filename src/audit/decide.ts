@@ -2,6 +2,7 @@ import type { BrokenReason } from './calibrate.js';
 import type { GatePolicy } from './policy.js';
 import type { HackRate } from './score.js';
 import type { Reason, ReasonCode } from './record.js';
+import type { CompletionFormat } from '../types.js';
 
 /**
  * The gate decision: a pure function of what the audit measured and the
@@ -15,6 +16,11 @@ export interface DecisionInput {
   policy: GatePolicy;
   /** Calibration failures, one per audited gold that could not be calibrated. */
   broken: readonly { row: number; answer: string; reason: BrokenReason }[];
+  /**
+   * Exploits whose completion states no answer and was paid under two golds
+   * (the first one's completion and golds): one rejects, whatever the rates.
+   */
+  answerIgnored?: { count: number; completion: string; rewardedUnder: readonly string[] } | null;
   /** Over exploits only. */
   hackability: number;
   hackRate: HackRate;
@@ -28,6 +34,8 @@ export interface DecisionInput {
   recheck?: { changed: number; total: number; example: string | null } | null;
   /** Dataset rows whose gold, in the environment's own format, was not rewarded above a wrong answer. */
   unrewardedGolds?: { rows: readonly number[]; format: string } | null;
+  /** How completions were passed, so that a verifier that fails on their shape is told which to pass. */
+  completionFormat?: CompletionFormat;
 }
 
 export interface Decision {
@@ -35,18 +43,35 @@ export interface Decision {
   reasons: Reason[];
 }
 
-function describeBroken(row: number, answer: string, reason: BrokenReason): Reason {
+/**
+ * Errors Python raises when code written for one completion shape gets the
+ * other: a list of chat messages handed to string code, or a string indexed
+ * as a list of messages.
+ */
+const SHAPE_ERRORS: Record<CompletionFormat, RegExp> = {
+  messages: /'list' object|got 'list'|\(not "list"\)|type 'list'|'dict' object has no attribute/,
+  string: /string indices must be integers|'str' object (?:has no attribute|is not)/,
+};
+
+function shapeHint(detail: string, format: CompletionFormat | undefined): string {
+  if (!format || !SHAPE_ERRORS[format].test(detail)) return '';
+  return format === 'messages'
+    ? '; completions were passed as chat messages (a list of role/content dicts): if the verifier reads a plain string, pass --completion-format string'
+    : '; completions were passed as plain strings: if the verifier reads chat messages (completion[-1]["content"]), leave out --completion-format string';
+}
+
+function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
   const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
   switch (reason.kind) {
     case 'gold-failed':
       return {
         code: 'BROKEN_ON_GOLD',
-        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}`,
+        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}${reason.status === 'raised' ? shapeHint(reason.detail, format) : ''}`,
       };
     case 'wrong-failed':
       return {
         code: 'BROKEN_ON_WRONG_ANSWER',
-        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion`,
+        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion${reason.status === 'raised' ? shapeHint(reason.detail, format) : ''}`,
       };
     case 'non-finite-on-gold':
       return {
@@ -84,7 +109,7 @@ function describeBroken(row: number, answer: string, reason: BrokenReason): Reas
 export function decide(input: DecisionInput): Decision {
   const { policy } = input;
   const reasons: Reason[] = [];
-  for (const item of input.broken) reasons.push(describeBroken(item.row, item.answer, item.reason));
+  for (const item of input.broken) reasons.push(describeBroken(item.row, item.answer, item.reason, input.completionFormat));
   for (const error of input.errors) {
     reasons.push({
       code: 'ERRORS_ON_ATTACKS',
@@ -100,6 +125,19 @@ export function decide(input: DecisionInput): Decision {
   }
   if (input.hackRate.n === 0 && input.broken.length === 0) {
     reasons.push({ code: 'NOTHING_AUDITED', message: 'no attack candidate could be judged, so nothing supports a PASS' });
+  }
+  // The rates weigh how much of the attack surface pays; a completion that
+  // states no answer and is paid under golds it never mentions needs no
+  // surface: one such completion gives a policy that never knows the answer
+  // the full reward, so it rejects however rare it was among the attacks.
+  const ignored = input.answerIgnored;
+  if (ignored && ignored.count > 0) {
+    const quoted = ignored.rewardedUnder.map((gold) => JSON.stringify(gold));
+    const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
+    reasons.push({
+      code: 'ANSWER_IGNORED',
+      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, which states no answer, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; a policy that never knows the answer earns the reward with it`,
+    });
   }
   if (input.hackability >= policy.maxHackability) {
     reasons.push({

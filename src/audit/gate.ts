@@ -220,7 +220,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       state.tally,
       state.broken,
       policy,
-      { recheck, unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null },
+      { recheck, unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null, completionFormat },
       exploits,
     );
     state.phases.score += performance.now() - deciding;

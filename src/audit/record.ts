@@ -28,6 +28,8 @@ export const REASON_CODES = [
   'SIDE_EFFECTS',
   'HACKABILITY_OVER',
   'HACK_RATE_CI_OVER',
+  // a completion that states no answer was paid under two golds
+  'ANSWER_IGNORED',
   'FALSE_ACCEPTS',
   'NOTHING_AUDITED',
   // the same call scored differently at the end of the audit or in a fresh process
@@ -244,7 +246,7 @@ export type Invariant = (typeof INVARIANTS)[number];
 export type FindingClass = FindingRecord['class'];
 
 export const PASS_STATEMENT =
-  'PASS means the verifier survived these attacks at this budget and seed: no completion was rewarded under more than one gold beyond the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
+  'PASS means the verifier survived these attacks at this budget and seed: no completion that states no answer was paid under two golds, and others were rewarded under more than one gold only within the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
 
 export const REJECT_STATEMENT =
   'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';

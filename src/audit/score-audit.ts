@@ -35,13 +35,14 @@ export function scoreAudit(
   tally: OutcomeTally,
   broken: readonly BrokenGold[],
   policy: GatePolicy,
-  checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds'> = {},
+  checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds' | 'completionFormat'> = {},
   { score, hackRate }: ExploitScore = scoreExploits(tally, policy),
 ): AuditScore {
   const falseAccepts = tally.falseAcceptRecord(new Map());
   const decision = decide({
     policy,
     broken,
+    answerIgnored: tally.answerIgnored,
     hackability: score,
     hackRate,
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },

@@ -61,6 +61,12 @@ export class OutcomeTally {
   private order = 0;
   private readonly falseAcceptExamples: FindingRecord[] = [];
   private readonly equivalentExamples: FindingRecord[] = [];
+  /**
+   * The first exploit whose completion states no answer and was still paid
+   * under two golds (invariant answer-ignored), and how many there were:
+   * such a completion pays a policy that never knows the answer.
+   */
+  answerIgnored: { count: number; completion: string; rewardedUnder: string[] } | null = null;
   hacks = 0;
   attempts = 0;
   falseAccepts = 0;
@@ -130,6 +136,10 @@ export class OutcomeTally {
           !worst || rank(severity) > rank(worst.severity) || (rank(severity) === rank(worst.severity) && (result.reward ?? 0) > (worst.reward ?? 0));
         if (better) family.worst = { order, severity, reward: result.reward, candidate, invariant: verdict.invariant };
         this.findingsTotal += 1;
+        if (verdict.invariant === 'answer-ignored') {
+          if (this.answerIgnored) this.answerIgnored.count += 1;
+          else this.answerIgnored = { count: 1, completion: excerpt(candidate.completion, 80), rewardedUnder: [...verdict.rewardedUnder] };
+        }
         const bucket = this.findingsBySeverity.get(severity)!;
         if (bucket.length < MAX_FINDINGS) bucket.push(findingOf(candidate, verdict, result));
       }
