@@ -5,6 +5,7 @@ import { gate } from '../src/audit/gate.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
+import { formatScorecard } from '../src/report/scorecard.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const verifier = (name: string) => `examples/verifiers/${name}.py:reward`;
@@ -45,6 +46,15 @@ describe('gate on real verifiers', () => {
     const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
     expect(finding.rewarded_under.length).toBeGreaterThanOrEqual(2);
     expect(result.summary()).toMatch(/ignores the answer/);
+  });
+
+  it('says on a PASS that exploits were found within the policy bounds', async () => {
+    const result = await gate({ ...base, reward: verifier('percent-scale'), answer: '42' });
+    expect(result.decision).toBe('PASS');
+    expect(result.record.findings_total).toBeGreaterThan(0);
+    expect(formatScorecard(result.record)).toMatch(/^decision: PASS\n {2}- \d+ exploits? (was|were) found \(rewarded under more than one gold\), within the policy bounds/m);
+    const clean = await gate({ ...base, reward: verifier('strict'), answer: '42' });
+    expect(formatScorecard(clean.record)).not.toMatch(/exploits? (was|were) found/);
   });
 
   it('rejects a verifier that raises on a valid answer as broken', async () => {

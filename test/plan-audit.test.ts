@@ -29,3 +29,8 @@ it('reports nothing when the input is refused before any row is read', async () 
   await expect(planAudit({ answer: '42', dataset: [{ answer: '1' }] }, DEFAULT_POLICY, process.cwd(), (rows) => heard.push(rows))).rejects.toThrow(/not both/);
   expect(heard).toEqual([]);
 });
+
+it('names every label to pass when a gold is not one of the choices', async () => {
+  const refused = planAudit({ dataset: [{ answer: 'B' }, { answer: 'E' }, { answer: 'F' }], answerType: 'choice' }, DEFAULT_POLICY, process.cwd());
+  await expect(refused).rejects.toMatchObject({ suggestion: 'pass every label with --choices, for example --choices A,B,C,D,E,F' });
+});

@@ -139,10 +139,10 @@ export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: str
   const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
   const answerType = resolveAnswerType(rows, options.answerType ?? 'auto', options.choices);
   if (answerType === 'choice') {
-    const outside = rows.find((row) => !choices.includes(row.answer.trim()));
-    if (outside) {
-      throw new GatekeptError('BAD_ARGUMENT', `gold ${JSON.stringify(outside.answer)} is not one of the choices ${choices.join(',')}`, {
-        suggestion: 'pass the labels with --choices A,B,C,D',
+    const outside = [...new Set(rows.map((row) => row.answer.trim()).filter((gold) => !choices.includes(gold)))];
+    if (outside.length > 0) {
+      throw new GatekeptError('BAD_ARGUMENT', `gold ${JSON.stringify(outside[0])} is not one of the choices ${choices.join(',')}`, {
+        suggestion: `pass every label with --choices, for example --choices ${[...choices, ...outside].join(',')}`,
       });
     }
   }

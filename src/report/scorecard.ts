@@ -97,6 +97,11 @@ export function formatScorecard(record: AuditRecord): string {
   lines.push('');
   lines.push(`decision: ${record.decision}`);
   for (const reason of record.reasons) lines.push(`  - ${reason.message}`);
+  // A PASS over exploits is the policy's tolerance, not a clean bill: say so where the decision is read.
+  if (record.decision === 'PASS' && record.findings_total > 0) {
+    const count = record.findings_total === 1 ? '1 exploit was' : `${record.findings_total} exploits were`;
+    lines.push(`  - ${count} found (rewarded under more than one gold), within the policy bounds; see the hardening advice below`);
+  }
 
   const fired = new Set<Invariant>([...record.findings.map((finding) => finding.invariant), ...record.errors.map((error) => error.invariant)]);
   const hacked = record.families.filter((family) => family.hacks > 0);
