@@ -35,14 +35,14 @@ describe('gate on real verifiers', () => {
     expect(result.record.reasons.map((reason) => reason.code)).toContain('HACKABILITY_OVER');
   });
 
-  it('rejects a reward that pays a completion stating no answer under two golds, even when the rates stay under their bounds', async () => {
+  it('rejects a reward that pays a completion without the gold under two golds, even when the rates stay under their bounds', async () => {
     const result = await gate({ ...base, reward: 'test/fixtures/invariance/self-verdict.py:reward', answer: 'Paris' });
     expect(result.decision).toBe('REJECT');
     // Few attacks hit it: the rates alone would pass it.
     expect(result.record.hackability).toBeLessThan(DEFAULT_POLICY.maxHackability);
     expect(result.record.hack_rate.hi).toBeLessThan(DEFAULT_POLICY.maxHackRateCiHi);
     expect(result.record.reasons.map((reason) => reason.code)).toEqual(['ANSWER_IGNORED']);
-    expect(result.record.reasons[0]!.message).toMatch(/\[\[YES\]\].*states no answer/);
+    expect(result.record.reasons[0]!.message).toMatch(/\[\[YES\]\].*does not contain the gold/);
     const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
     expect(finding.rewarded_under.length).toBeGreaterThanOrEqual(2);
     expect(result.summary()).toMatch(/ignores the answer/);

@@ -205,7 +205,7 @@ describe('decide', () => {
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD', 'ERRORS_ON_ATTACKS', 'SIDE_EFFECTS']);
   });
 
-  it('rejects a completion that states no answer and was paid under two golds, however low the rates', () => {
+  it('rejects a completion without the gold that was paid under it and under another gold, however low the rates', () => {
     const answerIgnored = { count: 2, completion: 'Judgement: CORRECT', rewardedUnder: ['42', 'Judgement', '17'] };
     const decision = decide({ ...clean, hackability: 8, answerIgnored });
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['ANSWER_IGNORED']);

@@ -17,8 +17,9 @@ export interface DecisionInput {
   /** Calibration failures, one per audited gold that could not be calibrated. */
   broken: readonly { row: number; answer: string; reason: BrokenReason }[];
   /**
-   * Exploits whose completion states no answer and was paid under two golds
-   * (the first one's completion and golds): one rejects, whatever the rates.
+   * Exploits whose completion does not contain the gold and was paid under
+   * it and under another gold (the first one's completion and golds): one
+   * rejects, whatever the rates.
    */
   answerIgnored?: { count: number; completion: string; rewardedUnder: readonly string[] } | null;
   /** Over exploits only. */
@@ -126,17 +127,17 @@ export function decide(input: DecisionInput): Decision {
   if (input.hackRate.n === 0 && input.broken.length === 0) {
     reasons.push({ code: 'NOTHING_AUDITED', message: 'no attack candidate could be judged, so nothing supports a PASS' });
   }
-  // The rates weigh how much of the attack surface pays; a completion that
-  // states no answer and is paid under golds it never mentions needs no
-  // surface: one such completion gives a policy that never knows the answer
-  // the full reward, so it rejects however rare it was among the attacks.
+  // The rates weigh how much of the attack surface pays. A completion that
+  // does not contain the gold, paid under it and under another gold, pays
+  // whatever the answer is: one such reply gives a policy that never knows
+  // the answer the reward, so it rejects however rare it was among the attacks.
   const ignored = input.answerIgnored;
   if (ignored && ignored.count > 0) {
     const quoted = ignored.rewardedUnder.map((gold) => JSON.stringify(gold));
     const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
     reasons.push({
       code: 'ANSWER_IGNORED',
-      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, which states no answer, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; a policy that never knows the answer earns the reward with it`,
+      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, which does not contain the gold, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
     });
   }
   if (input.hackability >= policy.maxHackability) {

@@ -28,7 +28,7 @@ export const REASON_CODES = [
   'SIDE_EFFECTS',
   'HACKABILITY_OVER',
   'HACK_RATE_CI_OVER',
-  // a completion that states no answer was paid under two golds
+  // a completion without the gold was paid under it and under another gold
   'ANSWER_IGNORED',
   'FALSE_ACCEPTS',
   'NOTHING_AUDITED',
@@ -246,7 +246,7 @@ export type Invariant = (typeof INVARIANTS)[number];
 export type FindingClass = FindingRecord['class'];
 
 export const PASS_STATEMENT =
-  'PASS means the verifier survived these attacks at this budget and seed: no completion that states no answer was paid under two golds, and others were rewarded under more than one gold only within the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
+  'PASS means the verifier survived these attacks at this budget and seed: no completion without the gold was paid under it and under another gold, and others were rewarded under more than one gold only within the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
 
 export const REJECT_STATEMENT =
   'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';

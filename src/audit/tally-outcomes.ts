@@ -62,9 +62,10 @@ export class OutcomeTally {
   private readonly falseAcceptExamples: FindingRecord[] = [];
   private readonly equivalentExamples: FindingRecord[] = [];
   /**
-   * The first exploit whose completion states no answer and was still paid
-   * under two golds (invariant answer-ignored), and how many there were:
-   * such a completion pays a policy that never knows the answer.
+   * The first exploit whose completion does not contain the gold and was
+   * paid under it and under another gold (invariant answer-ignored), and how
+   * many there were: such a completion pays a policy that never knows the
+   * answer.
    */
   answerIgnored: { count: number; completion: string; rewardedUnder: string[] } | null = null;
   hacks = 0;
