@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeRng, wrongValues } from '../src/audit/answer-values.js';
+import { makeRng, optionTexts, wrongValues } from '../src/audit/answer-values.js';
 import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -102,5 +102,31 @@ describe('attack corpus', () => {
     const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
     const b = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
     expect(b).toEqual(a);
+  });
+});
+
+describe('option texts of a multiple-choice question', () => {
+  const question = 'Which city is the capital of France?\nA) London\nB) Paris\n(C) Rome\nD. Madrid\nAnswer with the letter.';
+
+  it('reads the options a question lists in the common layouts, and nothing else', () => {
+    expect(optionTexts(question, CHOICES, 'B')).toEqual([
+      ['A', 'London'],
+      ['B', 'Paris'],
+      ['C', 'Rome'],
+      ['D', 'Madrid'],
+    ]);
+    // No options, the gold's missing, a label listed twice, or two texts alike: none.
+    expect(optionTexts('What is the capital of France?', CHOICES, 'B')).toBeUndefined();
+    expect(optionTexts('A) London\nC) Rome', CHOICES, 'B')).toBeUndefined();
+    expect(optionTexts('A) London\nB) Paris\nB) Lyon', CHOICES, 'B')).toBeUndefined();
+    expect(optionTexts('A) Paris\nB) paris', CHOICES, 'B')).toBeUndefined();
+  });
+
+  it('writes every option, and the gold option alone, only when the question lists them', async () => {
+    const corpus = await loadCorpus();
+    const options = optionTexts(question, CHOICES, 'B')!;
+    const withOptions = expandCandidates(corpus, { ...context('B', 'choice', ['bare']), options }, 0).filter((candidate) => candidate.family === 'choice-option-text');
+    expect(withOptions.map((candidate) => candidate.completion)).toEqual(['London\nParis\nRome\nMadrid', 'It has to be one of these:\nLondon\nParis\nRome\nMadrid', 'Paris']);
+    expect(expandCandidates(corpus, context('B', 'choice', ['bare']), 0).some((candidate) => candidate.family === 'choice-option-text')).toBe(false);
   });
 });

@@ -57,6 +57,23 @@ describe('gate on real verifiers', () => {
     expect(formatScorecard(clean.record)).not.toMatch(/exploits? (was|were) found/);
   });
 
+  it("attacks a multiple-choice grader with the question's option texts, and passes one that grades the letter alone", async () => {
+    const question = (options: string[]) => `Pick one.\n${options.map((text, index) => `${'ABCD'[index]}) ${text}`).join('\n')}`;
+    const dataset = [
+      { answer: 'B', prompt: question(['London', 'Paris', 'Rome', 'Madrid']) },
+      { answer: 'D', prompt: question(['Red', 'Green', 'Blue', 'Yellow']) },
+    ];
+    const spec = 'test/fixtures/invariance/choice-text-fallback.py';
+    const fallback = await gate({ ...base, reward: `${spec}:reward`, dataset, answerType: 'choice', format: 'Answer: {}' });
+    expect(fallback.decision).toBe('REJECT');
+    const family = fallback.record.families.find((item) => item.family === 'choice-option-text')!;
+    expect(family.hacks).toBeGreaterThan(0);
+    expect(fallback.record.findings.some((finding) => finding.family === 'choice-option-text' && finding.rewarded_under.length >= 2)).toBe(true);
+    const letterOnly = await gate({ ...base, reward: `${spec}:reward_letter_only`, dataset, answerType: 'choice', format: 'Answer: {}' });
+    expect(letterOnly.decision).toBe('PASS');
+    expect(letterOnly.record.families.find((item) => item.family === 'choice-option-text')?.attempts).toBeGreaterThan(0);
+  });
+
   it('rejects a verifier that raises on a valid answer as broken', async () => {
     const result = await gate({ ...base, reward: verifier('raises'), answer: '3.5' });
     expect(result.decision).toBe('REJECT');

@@ -165,6 +165,29 @@ export function wrongValues(
   }
 }
 
+/** One option line of a question: `A) text`, `A. text`, `A: text` or `(A) text`. */
+const OPTION_LINE = /^[ \t]*(?:\(([^()\s]{1,3})\)|([^()\s.:]{1,3})[).:])[ \t]+(\S.*?)[ \t]*$/gm;
+
+/**
+ * A multiple-choice question's option texts, by label, in the order the
+ * labels are given, when the question lists them one per line and the gold's
+ * is among them (at least two, each label once, no two texts alike);
+ * undefined otherwise, and the attacks that write option texts are skipped.
+ */
+export function optionTexts(question: string, choices: readonly string[], gold: string): [string, string][] | undefined {
+  const found = new Map<string, string>();
+  for (const match of question.matchAll(OPTION_LINE)) {
+    const label = match[1] ?? match[2] ?? '';
+    if (!choices.includes(label)) continue;
+    // A label listed twice leaves no way to tell which text is its option.
+    if (found.has(label)) return undefined;
+    found.set(label, match[3]!);
+  }
+  const options = choices.filter((label) => found.has(label)).map((label): [string, string] => [label, found.get(label)!]);
+  const distinct = new Set(options.map(([, text]) => text.toLowerCase()));
+  return options.length >= 2 && found.has(gold.trim()) && distinct.size === options.length ? options : undefined;
+}
+
 /** A second, different gold of the same type, for re-running gold-free payloads. */
 export function alternateGold(
   gold: string,

@@ -25,6 +25,11 @@ export interface GoldContext {
   thinkFormats?: readonly FormatName[];
   /** Every accepted format needs a reasoning block first: raw payloads are written after one too. */
   thinkRaw?: boolean;
+  /**
+   * Multiple choice: each label's option text, as the row's question lists
+   * them (see optionTexts); attacks that write option texts need them.
+   */
+  options?: readonly (readonly [label: string, text: string])[];
 }
 
 export interface Candidate {
@@ -45,7 +50,7 @@ export interface Candidate {
 }
 
 const PLACEHOLDER =
-  /\{(?:(F):)?(G|W2|W3|W|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}/g;
+  /\{(?:(F):)?(G|W2|W3|W|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}|\{(OPTIONS|OPTION)\}/g;
 
 const SLOT_NAMES = ['A', 'B', 'C'] as const;
 
@@ -85,7 +90,8 @@ export function usesGold(template: string): boolean {
   for (const match of template.matchAll(PLACEHOLDER)) {
     const name = match[2];
     if (name === 'G' || name === 'A' || name === 'B' || name === 'C') return true;
-    if (match[4] === 'DUMP') return true;
+    // A dump holds the gold; every option's text holds the gold's, and the gold's alone is it.
+    if (match[4] === 'DUMP' || match[8] !== undefined) return true;
   }
   return false;
 }
@@ -129,6 +135,7 @@ type Part =
   | { kind: 'pad'; size: number }
   | { kind: 'dump'; size: number }
   | { kind: 'labels' }
+  | { kind: 'options'; all: boolean }
   | { kind: 'value'; name: string; inFormat: boolean; filters: readonly (readonly [string, string | undefined])[] };
 
 /** Templates are few and rendered once per gold and variant: each is cut once. */
@@ -140,12 +147,13 @@ function partsOf(template: string): readonly Part[] {
   const cut: Part[] = [];
   let last = 0;
   for (const match of template.matchAll(PLACEHOLDER)) {
-    const [all, inFormat, name, filters, sized, size, times, repeated] = match;
+    const [all, inFormat, name, filters, sized, size, times, repeated, options] = match;
     if (match.index > last) cut.push({ kind: 'text', text: template.slice(last, match.index) });
     last = match.index + all.length;
     if (sized === 'PAD') cut.push({ kind: 'pad', size: Number(size) });
     else if (sized === 'DUMP') cut.push({ kind: 'dump', size: Number(size) });
     else if (times !== undefined) cut.push({ kind: 'text', text: (repeated ?? '').repeat(Number(times)) });
+    else if (options !== undefined) cut.push({ kind: 'options', all: options === 'OPTIONS' });
     else if (name === undefined) cut.push({ kind: 'labels' });
     else {
       const steps = (filters ?? '')
@@ -186,7 +194,12 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
       if (dump === undefined) return undefined;
       text += dump;
     } else if (part.kind === 'labels') text += ctx.choices.join(', ');
-    else {
+    else if (part.kind === 'options') {
+      // Without the question's options (no question, or not in a layout read) the attack does not apply.
+      const texts = part.all ? ctx.options?.map(([, option]) => option) : ctx.options?.filter(([label]) => label === ctx.gold).map(([, option]) => option);
+      if (!texts || texts.length === 0) return undefined;
+      text += texts.join('\n');
+    } else {
       let value = placeholderValue(part.name, variant, ctx, slots);
       for (const [filter, argument] of part.filters) {
         if (value === undefined) break;

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, wrongValues, type CustomFormat } from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, optionTexts, wrongValues, type CustomFormat } from './answer-values.js';
 import type { GoldContext } from './expand-candidates.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
@@ -93,7 +93,8 @@ function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[],
     wrongValues(row.answer, type, WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer), choices).find((value) => !wrong.includes(value)) ??
     alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
     null;
-  return { row, alternate, context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool } };
+  const options = type === 'choice' && row.prompt !== null ? optionTexts(row.prompt, choices, row.answer) : undefined;
+  return { row, alternate, context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}) } };
 }
 
 export interface FormatPlan {
