@@ -54,8 +54,8 @@ const SHAPE_ERRORS: Record<CompletionFormat, RegExp> = {
   string: /string indices must be integers|'str' object (?:has no attribute|is not)/,
 };
 
-function shapeHint(detail: string, format: CompletionFormat | undefined): string {
-  if (!format || !SHAPE_ERRORS[format].test(detail)) return '';
+function shapeHint(reason: { status: string; detail: string }, format: CompletionFormat | undefined): string {
+  if (!format || reason.status !== 'raised' || !SHAPE_ERRORS[format].test(reason.detail)) return '';
   return format === 'messages'
     ? '; completions were passed as chat messages (a list of role/content dicts): if the verifier reads a plain string, pass --completion-format string'
     : '; completions were passed as plain strings: if the verifier reads chat messages (completion[-1]["content"]), leave out --completion-format string';
@@ -67,12 +67,12 @@ function describeBroken(row: number, answer: string, reason: BrokenReason, forma
     case 'gold-failed':
       return {
         code: 'BROKEN_ON_GOLD',
-        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}${reason.status === 'raised' ? shapeHint(reason.detail, format) : ''}`,
+        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}${shapeHint(reason, format)}`,
       };
     case 'wrong-failed':
       return {
         code: 'BROKEN_ON_WRONG_ANSWER',
-        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion${reason.status === 'raised' ? shapeHint(reason.detail, format) : ''}`,
+        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion${shapeHint(reason, format)}`,
       };
     case 'non-finite-on-gold':
       return {

@@ -196,7 +196,8 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
     } else if (part.kind === 'labels') text += ctx.choices.join(', ');
     else if (part.kind === 'options') {
       // Without the question's options (no question, or not in a layout read) the attack does not apply.
-      const texts = part.all ? ctx.options?.map(([, option]) => option) : ctx.options?.filter(([label]) => label === ctx.gold.trim()).map(([, option]) => option);
+      const chosen = part.all ? ctx.options : ctx.options?.filter(([label]) => label === ctx.gold.trim());
+      const texts = chosen?.map(([, option]) => option);
       if (!texts || texts.length === 0) return undefined;
       text += texts.join('\n');
     } else {

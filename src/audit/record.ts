@@ -260,10 +260,7 @@ export function excerpt(text: string, max = 240): string {
   // No more UTF-16 units than `max` means no more code points either.
   if (text.length <= max) return text;
   let end = 0;
-  for (let kept = 0; kept < max; kept += 1) {
-    if (end >= text.length) return text;
-    end += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
-  }
+  for (let kept = 0; kept < max && end < text.length; kept += 1) end += (text.codePointAt(end) ?? 0) > 0xffff ? 2 : 1;
   return end >= text.length ? text : `${text.slice(0, end)}…`;
 }
 
