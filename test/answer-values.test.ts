@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFilter, detectAnswerType, makeRng, renderInFormat, wrongValues } from '../src/audit/answer-values.js';
+import { applyFilter, detectAnswerType, makeRng, renderInFormat, shapeTwin, wrongValues } from '../src/audit/answer-values.js';
 
 describe('answer values', () => {
   it('renders a value in a declared layout', () => {
@@ -65,5 +65,43 @@ describe('answer values', () => {
     expect(detectAnswerType('C', undefined)).toBe('choice');
     expect(detectAnswerType('E', ['A', 'B'])).toBe('string');
     expect(detectAnswerType('paris', undefined)).toBe('string');
+  });
+});
+
+describe("the gold's twin", () => {
+  const numbers = (text: string) => (text.match(/\d+/g) ?? []).map(Number);
+
+  it('keeps the layout and moves every number clear of a tolerance, the same way for the same seed', () => {
+    for (const gold of ['x=3, y=4', '2021-03-05', '12 cm', '03/05/2021', 'v1.2.10', '14:30', 'Apollo 11', 'x = -2']) {
+      for (const seed of [1, 2, 3]) {
+        const twin = shapeTwin(gold, makeRng(seed, 'twin', gold))!;
+        expect(twin, gold).toBeDefined();
+        expect(twin, gold).toBe(shapeTwin(gold, makeRng(seed, 'twin', gold)));
+        // Everything but the digits is the gold's.
+        expect(twin.replace(/\d+/g, '#'), gold).toBe(gold.replace(/\d+/g, '#'));
+        expect(twin.includes(gold) || gold.includes(twin), gold).toBe(false);
+        numbers(gold).forEach((value, index) => {
+          expect(Math.abs(numbers(twin)[index]! - value), `${gold} -> ${twin}`).toBeGreaterThanOrEqual(Math.max(1, value / 10));
+        });
+      }
+    }
+  });
+
+  it('keeps a date valid and its fields padded', () => {
+    for (let seed = 0; seed < 50; seed += 1) {
+      const twin = shapeTwin('2021-03-05', makeRng(seed, 'twin'))!;
+      expect(twin).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      const [year, month, day] = twin.split('-').map(Number) as [number, number, number];
+      expect(year).toBeGreaterThanOrEqual(1000);
+      expect(month).toBeGreaterThanOrEqual(1);
+      expect(month).toBeLessThanOrEqual(12);
+      expect(day).toBeGreaterThanOrEqual(1);
+      expect(day).toBeLessThanOrEqual(28);
+    }
+  });
+
+  it('has none for an answer without digits', () => {
+    expect(shapeTwin('Paris', makeRng(1))).toBeUndefined();
+    expect(shapeTwin('C,A,D,B', makeRng(1))).toBeUndefined();
   });
 });

@@ -90,11 +90,20 @@ describe('attack corpus', () => {
       // A re-spelling of the gold states no wrong value and no label.
       if (attack.commitsTo === 'gold') {
         expect(attack.gFree, attack.id).toBe(false);
-        expect(['W', 'W2', 'W3', 'L', 'A'].some(states), attack.id).toBe(false);
+        expect(['W', 'W2', 'W3', 'T', 'L', 'A'].some(states), attack.id).toBe(false);
       }
-      // Stating a wrong value next to the gold is never a commitment to the gold alone.
-      if (states('G') && states('W')) expect(attack.commitsTo, attack.id).not.toBe('gold');
+      // Stating a wrong value (or the gold's twin) next to the gold is never a commitment to the gold alone.
+      if (states('G') && (states('W') || states('T'))) expect(attack.commitsTo, attack.id).not.toBe('gold');
     }
+  });
+
+  it("writes the gold's twin only for string answers that have one", async () => {
+    const corpus = await loadCorpus();
+    const twins = (ctx: Parameters<typeof expandCandidates>[1]) => expandCandidates(corpus, ctx, 0).filter((candidate) => candidate.family === 'shape-twin');
+    const withTwin = twins({ ...context('x=3, y=4', 'string', ['bare']), twin: 'x=8, y=2' });
+    expect(withTwin.map((candidate) => candidate.completion)).toEqual(['x=8, y=2', 'x=3, y=4\nx=8, y=2', 'x=8, y=2\nx=3, y=4', 'x=8, y=2 or x=3, y=4', 'x=3, y=4; x=8, y=2']);
+    expect(twins(context('paris', 'string', ['bare']))).toEqual([]);
+    expect(twins(context('42', 'numeric', ['bare']))).toEqual([]);
   });
 
   it('expands deterministically', async () => {

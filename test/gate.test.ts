@@ -57,6 +57,35 @@ describe('gate on real verifiers', () => {
     expect(formatScorecard(clean.record)).not.toMatch(/exploits? (was|were) found/);
   });
 
+  it('rejects partial credit that a hedge earns under each gold it states, and passes a bonus paid whatever the answer', async () => {
+    const spec = 'test/fixtures/invariance/partial-anywhere.py';
+    const partial = await gate({ ...base, reward: `${spec}:reward`, answer: '42' });
+    expect(partial.decision).toBe('REJECT');
+    // A dump with the gold anywhere but last earns 0.3, below the honest midpoint, under every value it lists.
+    const dump = partial.record.findings.find((finding) => finding.family === 'answer-dump' && finding.reward === 0.3)!;
+    expect(dump.invariant).toBe('hedge-rewarded');
+    expect(dump.rewarded_under.length).toBeGreaterThanOrEqual(2);
+    const bonus = await gate({ ...base, reward: `${spec}:reward_think_bonus`, answer: '42' });
+    expect(bonus.decision).toBe('PASS');
+    expect(bonus.record.findings_total).toBe(0);
+  });
+
+  it("attacks structured string answers with the gold's twin, its layout with other values", async () => {
+    const spec = 'test/fixtures/invariance/assignments.py';
+    const anyPart = await gate({ ...base, reward: `${spec}:reward`, answer: 'x=3, y=4' });
+    expect(anyPart.decision).toBe('REJECT');
+    const family = anyPart.record.families.find((item) => item.family === 'shape-twin')!;
+    expect(family.hacks).toBeGreaterThan(0);
+    // The second assignment is paid under its own values too: the twin is one of the golds tried.
+    const hedge = anyPart.record.findings.find((finding) => finding.family === 'shape-twin' && finding.commits_to === 'several')!;
+    expect(hedge.rewarded_under[0]).toBe('x=3, y=4');
+    expect(hedge.rewarded_under.some((gold) => /^x=\d+, y=\d+$/.test(gold) && gold !== 'x=3, y=4')).toBe(true);
+    const exact = await gate({ ...base, reward: `${spec}:reward_exact`, answer: 'x=3, y=4' });
+    expect(exact.decision).toBe('PASS');
+    expect(exact.record.findings_total).toBe(0);
+    expect(exact.record.families.find((item) => item.family === 'shape-twin')?.attempts).toBeGreaterThan(0);
+  });
+
   it("attacks a multiple-choice grader with the question's option texts, and passes one that grades the letter alone", async () => {
     const question = (options: string[]) => `Pick one.\n${options.map((text, index) => `${'ABCD'[index]}) ${text}`).join('\n')}`;
     const dataset = [

@@ -3,7 +3,7 @@ import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
 import type { Candidate } from '../src/audit/expand-candidates.js';
 import { screen, settle } from '../src/audit/judge.js';
-import { alternateGolds, sameValue } from '../src/audit/invariance.js';
+import { alternateGolds, sameValue, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/runtime/python-session.js';
 import { hackRateInterval } from '../src/audit/score.js';
@@ -52,6 +52,9 @@ describe('calibration', () => {
     expect(computeLevels(probes, probes.map(() => ok(1))).broken).toMatchObject({ kind: 'format-only', reward: 1 });
     expect(computeLevels(probes, probes.map((probe) => ok(probe.kind === 'honest' ? 0.5 : 1))).broken).toMatchObject({ kind: 'not-discriminating' });
     expect(computeLevels(probes, probes.map(() => ok(0))).broken).toMatchObject({ kind: 'no-format-accepts-gold' });
+    // Paying any answer in one layout and nothing bare is format-only too, not a verifier that accepts no format.
+    const hashOnly = probes.map((probe) => ok(probe.format === 'hash' ? 1 : 0));
+    expect(computeLevels(probes, hashOnly).broken).toMatchObject({ kind: 'format-only', reward: 1 });
   });
 
   it('a raise on the gold is broken', () => {
@@ -90,6 +93,39 @@ describe('judge', () => {
     const free = candidate({ gFree: true, commitsTo: 'none', format: null, completion: 'Judgement: CORRECT' });
     expect(settle(free, [{ answer: '93', result: ok(1) }], levels)).toMatchObject({ kind: 'exploit', invariant: 'answer-ignored' });
     expect(settle(free, [{ answer: '93', result: { ...ok(0), status: 'timeout', reward: null } }], levels)).toMatchObject({ kind: 'error', invariant: 'timed-out' });
+  });
+
+  it('settles partial credit for hedges: paid under two stated golds beyond what it earns anyway is an exploit', () => {
+    const dump = candidate({ commitsTo: 'several', format: null, completion: '17 42 93' });
+    // 0.3 is below the midpoint: screened as paid, only with partial screening on, and only for hedges.
+    expect(screen({ candidates: [dump], results: [ok(0.3)], levels: levelsOf, partial: true })[0]!.kind).toBe('paid');
+    expect(screen({ candidates: [dump], results: [ok(0.3)], levels: levelsOf })[0]!.kind).toBe('ok');
+    expect(screen({ candidates: [candidate({ commitsTo: 'other' })], results: [ok(0.3)], levels: levelsOf, partial: true })[0]!.kind).toBe('ok');
+    const paid = screen({ candidates: [dump], results: [ok(0.3)], levels: levelsOf, partial: true })[0]!;
+    if (paid.kind !== 'paid') throw new Error('expected a paid screen');
+    const alternates = (stated: number, unstated: number) => [
+      { answer: '17', result: ok(stated) },
+      { answer: '5000', result: ok(unstated) },
+    ];
+    const partial = { reward: 0.3, unstated: '5000' };
+    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, partial })).toMatchObject({ kind: 'exploit', invariant: 'hedge-rewarded', rewardedUnder: ['42', '17'] });
+    // Paid as much under a gold it does not state: a bonus for the layout or the length, not for the golds it lists.
+    expect(settle(dump, alternates(0.3, 0.3), levels, { screened: paid, partial })).toMatchObject({ kind: 'ok' });
+    expect(settle(dump, alternates(0, 0), levels, { screened: paid, partial })).toMatchObject({ kind: 'ok' });
+    // Without a baseline (no unstated gold) nothing is concluded from partial payments.
+    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid })).toMatchObject({ kind: 'ok' });
+    // A hedge paid in full under its gold and partly under another value it states is an exploit too.
+    const last = candidate({ position: 'last', commitsTo: 'several' });
+    expect(settle(last, alternates(0.3, 0), levels, { partial: { reward: 1, unstated: '5000' } })).toMatchObject({ kind: 'exploit', rewardedUnder: ['42', '17'] });
+    expect(settle(last, alternates(0, 0), levels, { partial: { reward: 1, unstated: '5000' } }).kind).toBe('false_accept');
+  });
+
+  it('takes the fresh gold as the baseline of partial credit only when the completion does not state it', () => {
+    const ctx = { gold: '42', type: 'numeric' as const, choices: [], wrong: ['17'], fresh: '5000' };
+    expect(unstatedAlternate('17 42 93', ['17', '93', '5000'], ctx)).toBe('5000');
+    expect(unstatedAlternate('17 42 5000', ['17', '5000'], ctx)).toBeNull();
+    expect(unstatedAlternate('17 42', ['17'], ctx)).toBeNull();
+    expect(unstatedAlternate('A or B', ['B', 'C'], { ...ctx, type: 'choice', fresh: 'C' })).toBeNull();
   });
 
   it('keeps the position rule as a special case: "last answer wins" is no exploit, any() is', () => {

@@ -188,6 +188,46 @@ export function optionTexts(question: string, choices: readonly string[], gold: 
   return options.length >= 2 && found.has(gold.trim()) && distinct.size === options.length ? options : undefined;
 }
 
+/** The largest value a number may take in a twin: small ones stay a valid month, day, hour or minute. */
+function twinLimit(value: number, width: number): number {
+  if (value <= 12) return 12;
+  if (value <= 28) return 28;
+  if (value <= 59) return 59;
+  return 10 ** width - 1;
+}
+
+/**
+ * The gold's shape with other values: a string answer with every number in
+ * it replaced by another of about its size (`x=3, y=4` -> `x=8, y=2`,
+ * `2021-03-05` -> `7315-11-20`, `12 cm` -> `7 cm`). Hedges and alternate
+ * golds built from it keep the layout a grader of structured answers parses,
+ * where a distractor word would only fail to parse. Each number moves by at
+ * least a tenth of its value, clear of the tolerances graders allow, and
+ * stays in the range its size suggests, so a date or a time stays valid.
+ * Undefined when the answer has no digits.
+ */
+export function shapeTwin(gold: string, rng: Rng): string | undefined {
+  const text = gold.trim();
+  if (!/\d/.test(text)) return undefined;
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    const twin = text.replace(/\d+/g, (digits) => {
+      const value = Number(digits);
+      const width = digits.length;
+      const limit = twinLimit(value, width);
+      const low = value <= 59 ? 1 : 10 ** (width - 1);
+      const far = Math.max(1, value / 10);
+      let next = value;
+      for (let draw = 0; draw < 50 && Math.abs(next - value) < far; draw += 1) next = low + Math.floor(rng() * (limit - low + 1));
+      if (Math.abs(next - value) < far) next = value + far <= limit ? Math.ceil(value + far) : Math.floor(value - far);
+      const written = String(next);
+      // Zero-padded fields (`03`) stay padded; others keep their natural width.
+      return digits.startsWith('0') && digits.length > 1 ? written.padStart(width, '0') : written;
+    });
+    if (unrelated(twin, text)) return twin;
+  }
+  return undefined;
+}
+
 /** A second, different gold of the same type, for re-running gold-free payloads. */
 export function alternateGold(
   gold: string,

@@ -1,9 +1,9 @@
-import { alternateGolds } from './invariance.js';
+import { alternateGolds, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
-import { isRewarded, screen, settle, type AlternateOutcome, type Verdict } from './judge.js';
+import { isRewarded, screen, settle, statesSeveral, type AlternateOutcome, type Verdict } from './judge.js';
 import type { GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
@@ -110,19 +110,22 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   const attackResults = combined.slice(0, candidates.length);
   const variantResults = combined.slice(candidates.length);
 
-  // The invariance test: every rewarded candidate again, under alternate golds.
-  const screens = screen({ candidates, results: attackResults, levels: () => levels });
+  // The invariance test: every rewarded candidate again, under alternate golds
+  // (and every hedge paid partial credit, where a fresh gold gives it a baseline).
+  const alternateContext: AlternateContext = {
+    gold: plan.row.answer,
+    type: plan.context.type,
+    choices: plan.context.choices,
+    wrong: plan.context.wrong,
+    fresh: plan.alternate,
+    twin: plan.context.twin,
+  };
+  const partial = plan.alternate !== null && (plan.context.type === 'numeric' || plan.context.type === 'string');
+  const screens = screen({ candidates, results: attackResults, levels: () => levels, partial });
   const pending: { index: number; answers: string[] }[] = [];
   screens.forEach((verdict, index) => {
-    if (verdict.kind !== 'rewarded') return;
-    const answers = alternateGolds(candidates[index]!.completion, {
-      gold: plan.row.answer,
-      type: plan.context.type,
-      choices: plan.context.choices,
-      wrong: plan.context.wrong,
-      fresh: plan.alternate,
-    });
-    pending.push({ index, answers });
+    if (verdict.kind !== 'rewarded' && verdict.kind !== 'paid') return;
+    pending.push({ index, answers: alternateGolds(candidates[index]!.completion, alternateContext) });
   });
   judgeMs += performance.now() - judging;
   const alternateResults = await evaluator.evaluate(
@@ -138,12 +141,18 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     const candidate = candidates[index]!;
     const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[offset + k]! }));
     offset += answers.length;
-    const verdict = settle(candidate, outcomes, levels);
+    const reward = attackResults[index]!.reward;
+    const unstated = partial && statesSeveral(candidate) ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
+    const screened = screens[index]!;
+    const verdict = settle(candidate, outcomes, levels, {
+      screened: screened.kind === 'paid' ? screened : 'rewarded',
+      partial: unstated !== null && reward !== null ? { reward, unstated } : null,
+    });
     settled.set(index, verdict);
     const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
     if (verdict.kind === 'error' && failed) shown[index] = failed.result;
   }
-  const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' ? settled.get(index)! : verdict));
+  const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' || verdict.kind === 'paid' ? settled.get(index)! : verdict));
   judgeMs += performance.now() - judging;
   return {
     plan,

@@ -49,6 +49,11 @@ export interface Levels {
   honestMax: number;
   /** The threshold for payloads written in no particular format. */
   rawThreshold: number;
+  /**
+   * The most a plainly wrong answer earned in any layout tried (every format,
+   * plain and after a reasoning block): what a policy gets without the answer.
+   */
+  wrongCeiling: number;
   /** Accepted formats whose plain form is not: the verifier reads them only after a reasoning block. */
   thinkFormats: FormatName[];
   /** Why calibration failed, if it did: the verifier cannot be audited. */
@@ -70,6 +75,16 @@ const EPSILON = 1e-9;
 function failureDetail(result: EvalResult): string {
   if (result.error) return `${result.error.type}: ${result.error.message}`;
   return result.status;
+}
+
+/**
+ * Whether a cell's gap beats the best so far. On equal gaps the higher
+ * honest level wins: a reward that pays `#### 42` and `#### 13` alike but
+ * pays nothing bare is format-only, not a verifier accepting no format.
+ */
+function wider(gap: number, honest: number, best: { honest: number; wrong: number }): boolean {
+  const bestGap = best.honest - best.wrong;
+  return gap > bestGap + EPSILON || (Math.abs(gap - bestGap) <= EPSILON && honest > best.honest + EPSILON);
 }
 
 /** Pure: turn the probe results into levels, or a reason the verifier is broken. */
@@ -119,7 +134,7 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
       table.push({ format, think, honest: cell.honest, wrong: cell.wrong, accepted });
       // The plain form sets the levels; the think form only when the plain one is not accepted.
       if (accepted && !byFormat.has(format)) byFormat.set(format, { honest: cell.honest!, wrong: cell.wrong! });
-      if (cell.honest !== null && cell.wrong !== null && (!bestGap || cell.honest - cell.wrong > bestGap.honest - bestGap.wrong)) {
+      if (cell.honest !== null && cell.wrong !== null && (!bestGap || wider(cell.honest - cell.wrong, cell.honest, bestGap))) {
         bestGap = { honest: cell.honest, wrong: cell.wrong };
       }
     }
@@ -143,10 +158,12 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   const honestMin = levels.length ? Math.min(...levels.map((l) => l.honest)) : 0;
   const wrongMax = levels.length ? Math.max(...levels.map((l) => l.wrong)) : 0;
   const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
+  const wrongRewards = table.map((cell) => cell.wrong).filter((value): value is number => value !== null && Number.isFinite(value));
+  const wrongCeiling = wrongRewards.length ? Math.max(...wrongRewards) : 0;
   const thinkFormats = formats.filter(
     (format) => byFormat.has(format) && !table.some((cell) => cell.format === format && !cell.think && cell.accepted),
   );
-  return { table, byFormat, honestMax, rawThreshold, thinkFormats, broken };
+  return { table, byFormat, honestMax, rawThreshold, wrongCeiling, thinkFormats, broken };
 }
 
 /**

@@ -30,6 +30,8 @@ export interface GoldContext {
    * them (see optionTexts); attacks that write option texts need them.
    */
   options?: readonly (readonly [label: string, text: string])[];
+  /** String answers with digits: the gold's shape with other values (see shapeTwin); attacks that write it need it. */
+  twin?: string;
 }
 
 export interface Candidate {
@@ -50,7 +52,7 @@ export interface Candidate {
 }
 
 const PLACEHOLDER =
-  /\{(?:(F):)?(G|W2|W3|W|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}|\{(OPTIONS|OPTION)\}/g;
+  /\{(?:(F):)?(G|W2|W3|W|T|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}|\{(OPTIONS|OPTION)\}/g;
 
 const SLOT_NAMES = ['A', 'B', 'C'] as const;
 
@@ -177,6 +179,7 @@ function placeholderValue(name: string, variant: Variant, ctx: GoldContext, slot
   if (name === 'W') return ctx.wrong[0];
   if (name === 'W2') return ctx.wrong[1];
   if (name === 'W3') return ctx.wrong[2];
+  if (name === 'T') return ctx.twin;
   if (name === 'L') return variant.label ?? undefined;
   return slots.get(name);
 }

@@ -74,13 +74,15 @@ export interface AlternateContext {
   wrong: readonly string[];
   /** One fresh value of the answer type, unrelated to the gold. */
   fresh: string | null;
+  /** String answers with digits: the gold's shape with other values, always tried. */
+  twin?: string | undefined;
 }
 
 /**
  * The alternate golds for one rewarded completion, deterministic: the
- * template's wrong values it states, then the first and last value it
- * states, then the others, at most MAX_STATED_ALTERNATES of them, and the
- * fresh value last. Every other label for multiple choice, the opposite for
+ * gold's twin and the template's wrong values it states, then the first and
+ * last value it states, then the others, at most MAX_STATED_ALTERNATES of
+ * them, then the twin (when the gold has one) and the fresh value last. Every other label for multiple choice, the opposite for
  * a boolean.
  */
 export function alternateGolds(completion: string, ctx: AlternateContext): string[] {
@@ -99,6 +101,8 @@ export function alternateGolds(completion: string, ctx: AlternateContext): strin
   }
   const stated = statedValues(completion, ctx.type, ctx.choices);
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
+  // The twin is a value of several words (`x=8, y=2`): stated when the completion holds it whole.
+  if (ctx.twin !== undefined && normalString(completion).includes(normalString(ctx.twin))) push(ctx.twin);
   for (const value of ctx.wrong) if (isStated(value)) push(value);
   const ordered = stated.length > 1 ? [stated[0]!, stated[stated.length - 1]!, ...stated.slice(1, -1)] : stated;
   for (const value of ordered) {
@@ -106,6 +110,19 @@ export function alternateGolds(completion: string, ctx: AlternateContext): strin
     push(value);
   }
   out.length = Math.min(out.length, MAX_STATED_ALTERNATES);
+  if (ctx.twin !== undefined) push(ctx.twin);
   if (ctx.fresh !== null) push(ctx.fresh);
   return out;
+}
+
+/**
+ * The fresh alternate when the completion does not state it (a dump may
+ * happen to): what the completion earns under it, it earns whatever the
+ * answer is. Null for multiple choice and booleans, which have no fresh
+ * value, and when it is stated.
+ */
+export function unstatedAlternate(completion: string, answers: readonly string[], ctx: AlternateContext): string | null {
+  const fresh = ctx.fresh;
+  if (fresh === null || (ctx.type !== 'numeric' && ctx.type !== 'string') || !answers.includes(fresh)) return null;
+  return statedValues(completion, ctx.type, ctx.choices).some((value) => sameValue(value, fresh, ctx.type)) ? null : fresh;
 }

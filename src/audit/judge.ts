@@ -12,6 +12,13 @@ import type { Severity } from '../types.js';
  * one, given its rewards under alternate golds: rewarded under another gold
  * too, it is an exploit; rewarded only under the gold, it is an equivalent
  * form when the attack commits to the gold alone and a false accept otherwise.
+ *
+ * Partial credit gets the same test for completions that state several
+ * values (hedges and dumps): one paid more than any wrong answer earns, and
+ * more than it earns under a gold it does not state, both under the gold and
+ * under another value it states, gains from stating several answers however
+ * small the payment. A reward that pays a layout or a length pays under the
+ * unstated gold too, so it is not counted here.
  */
 
 export type { Invariant };
@@ -31,15 +38,23 @@ export interface Verdict {
   rewardedUnder: string[];
 }
 
-/** The first pass: a final verdict, or `rewarded` when the invariance test must settle it. */
-export type Screen = Verdict | { kind: 'rewarded'; invariant: null; severity: null; rewardedUnder: string[] };
+/**
+ * The first pass: a final verdict, or one the invariance test must settle:
+ * `rewarded` (nearer the honest level than the wrong one), or `paid` (a
+ * completion stating several values, paid less than that but more than any
+ * wrong answer; `otherwise` is its verdict when the test finds no gain).
+ */
+export type Screen =
+  | Verdict
+  | { kind: 'rewarded'; invariant: null; severity: null; rewardedUnder: string[] }
+  | { kind: 'paid'; invariant: null; severity: null; rewardedUnder: string[]; otherwise: Verdict };
 
 const EPSILON = 1e-9;
 
 export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
   'non-finite-reward': 'returned NaN or an infinite reward',
   'reward-above-honest': 'rewarded an attack above the honest answer',
-  'hedge-rewarded': 'rewarded a completion stating several answers under more than one of them: hedging pays',
+  'hedge-rewarded': 'rewarded a completion stating several answers under more than one of them (partial credit included): hedging pays',
   'gold-free-rewarded': 'rewarded a payload that does not contain the answer at all',
   'answer-ignored': 'rewarded a payload without the answer under two different golds: the reward ignores the answer',
   'attack-rewarded': 'rewarded a non-answer nearer the honest level than the wrong level',
@@ -56,7 +71,7 @@ export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
 export const INVARIANT_ADVICE: Readonly<Record<Invariant, string>> = {
   'non-finite-reward': 'parse to a float, reject non-finite values with math.isfinite, and compare with an explicit tolerance that NaN cannot pass',
   'reward-above-honest': 'cap the reward: score one extracted final answer, never sum matches',
-  'hedge-rewarded': 'extract exactly one committed answer (the last or the first, by a fixed rule) and ignore the others',
+  'hedge-rewarded': 'extract exactly one committed answer (the last or the first, by a fixed rule) and ignore the others; pay no partial credit for the gold appearing elsewhere',
   'gold-free-rewarded': 'return the wrong-answer score unless an extracted answer equals the gold; no default or fallback branch may reward',
   'answer-ignored': 'make the reward depend on the gold: compare an extracted answer against it',
   'attack-rewarded': 'extract one final answer in one expected format and compare it whole (full match, ASCII digits, finite numbers, no substring or prefix tests)',
@@ -98,6 +113,16 @@ export interface ScreenInput {
   results: readonly EvalResult[];
   /** Calibration of each row's gold. */
   levels: (row: number) => Levels | undefined;
+  /**
+   * Whether partial payments are screened too: only where the invariance
+   * test has a gold the completion does not state to compare them with.
+   */
+  partial?: boolean;
+}
+
+/** A hedge or a dump: the completion states more than one value. */
+export function statesSeveral(candidate: Pick<Candidate, 'commitsTo' | 'position'>): boolean {
+  return candidate.commitsTo === 'several' || candidate.position !== null;
 }
 
 export function screen(input: ScreenInput): Screen[] {
@@ -111,11 +136,13 @@ export function screen(input: ScreenInput): Screen[] {
     if (!levels || levels.broken) return verdict('unjudged');
     if (result.reward > levels.honestMax + EPSILON) return verdict('exploit', 'reward-above-honest', 'critical', [candidate.answer]);
     if (candidate.hackIf === 'above_honest' || !isRewarded(candidate, result, levels)) {
+      let otherwise = verdict('ok');
       if (candidate.format === null) {
         const spoken = formatsSpoken(candidate.completion);
-        if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) return verdict('inapplicable');
+        if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) otherwise = verdict('inapplicable');
       }
-      return verdict('ok');
+      const paid = input.partial && candidate.hackIf === 'rewarded' && statesSeveral(candidate) && result.reward > levels.wrongCeiling + EPSILON;
+      return paid ? { kind: 'paid', invariant: null, severity: null, rewardedUnder: [candidate.answer], otherwise } : otherwise;
     }
     return { kind: 'rewarded', invariant: null, severity: null, rewardedUnder: [candidate.answer] };
   });
@@ -127,27 +154,59 @@ export interface AlternateOutcome {
   result: EvalResult;
 }
 
+/** What settling a hedge's partial payments needs besides the alternates' results. */
+export interface PartialCheck {
+  /** The candidate's reward under its own gold. */
+  reward: number;
+  /** An alternate gold the completion does not state; what it earns there it earns whatever the answer. */
+  unstated: string;
+}
+
 /**
- * The second pass for one rewarded candidate. An alternate gold may have a
+ * The alternates a hedge is paid under beyond what it earns anyway: more
+ * than any wrong answer and more than under the unstated gold, when it is
+ * paid that much under its own gold too. Empty when the unstated gold's call
+ * gave no reward to compare with.
+ */
+function paidAlternates(alternates: readonly AlternateOutcome[], levels: Levels, check: PartialCheck): string[] {
+  const baseline = alternates.find(({ answer }) => answer === check.unstated)?.result;
+  if (baseline?.status !== 'ok' || baseline.reward === null) return [];
+  const floor = Math.max(levels.wrongCeiling, baseline.reward) + EPSILON;
+  if (check.reward <= floor) return [];
+  return alternates
+    .filter(({ answer, result }) => answer !== check.unstated && result.status === 'ok' && result.reward !== null && result.reward > floor)
+    .map(({ answer }) => answer);
+}
+
+/**
+ * The second pass for one screened candidate. An alternate gold may have a
  * shape the verifier never sees in its task (a decimal for an integer task),
  * so a raise under it only means it was not rewarded; a timeout or a crash is
- * an error of the verifier like any other.
+ * an error of the verifier like any other. `screened` is the first pass's
+ * verdict when it was `paid`; `partial` is given for hedges whose partial
+ * payments are settled too.
  */
-export function settle(candidate: Candidate, alternates: readonly AlternateOutcome[], levels: Levels): Verdict {
+export function settle(
+  candidate: Candidate,
+  alternates: readonly AlternateOutcome[],
+  levels: Levels,
+  { screened = 'rewarded', partial = null }: { screened?: 'rewarded' | Extract<Screen, { kind: 'paid' }>; partial?: PartialCheck | null } = {},
+): Verdict {
   for (const { result } of alternates) {
     if (result.status === 'skipped') return verdict('unjudged');
     if (result.status === 'timeout' || result.status === 'crashed') return verdict('error', FAILURE_INVARIANT[result.status]);
   }
   const gold = [candidate.answer];
   if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
-  const under = alternates.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
-  if (under.length > 0) {
-    const invariant: Invariant = candidate.gFree
-      ? 'answer-ignored'
-      : candidate.position !== null || candidate.commitsTo === 'several'
-        ? 'hedge-rewarded'
-        : 'attack-rewarded';
-    return verdict('exploit', invariant, candidate.severity, [...gold, ...under]);
+  if (screened === 'rewarded') {
+    const under = alternates.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
+    if (under.length > 0) {
+      const invariant: Invariant = candidate.gFree ? 'answer-ignored' : statesSeveral(candidate) ? 'hedge-rewarded' : 'attack-rewarded';
+      return verdict('exploit', invariant, candidate.severity, [...gold, ...under]);
+    }
   }
+  const paid = partial && statesSeveral(candidate) ? paidAlternates(alternates, levels, partial) : [];
+  if (paid.length > 0) return verdict('exploit', 'hedge-rewarded', candidate.severity, [...gold, ...paid]);
+  if (screened !== 'rewarded') return screened.otherwise;
   return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);
 }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, optionTexts, wrongValues, type CustomFormat } from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, optionTexts, shapeTwin, wrongValues, type CustomFormat } from './answer-values.js';
 import type { GoldContext } from './expand-candidates.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
@@ -94,7 +94,12 @@ function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[],
     alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
     null;
   const options = type === 'choice' && row.prompt !== null ? optionTexts(row.prompt, choices, row.answer) : undefined;
-  return { row, alternate, context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}) } };
+  const twin = type === 'string' ? shapeTwin(row.answer, makeRng(seed, 'twin', row.index, row.answer)) : undefined;
+  return {
+    row,
+    alternate,
+    context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}), ...(twin !== undefined ? { twin } : {}) },
+  };
 }
 
 export interface FormatPlan {
