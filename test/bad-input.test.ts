@@ -116,6 +116,19 @@ describe('seeds (gatekept pack)', () => {
     await expectNothingWritten(out);
   });
 
+  it('a verifier function the file does not define, named as the seed names it and not by a temporary path', async () => {
+    const seed = await scratchFile('seed.json', seedWith({ verifier: { file: 'v.py', function: 'score' } }), {
+      'v.py': 'def reward(completion, answer, **kwargs):\n    return 0.0\n',
+    });
+    const out = path.join(path.dirname(seed), 'out');
+    const run = await cli(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
+    expect(run.stderr).toMatch(/error \[VERIFIER_NOT_FOUND\]: verifier\.file v\.py \(verifier\.function score\): cannot find the verifier function gatekept_verifier\.py:score/);
+    expect(run.stderr).toMatch(/reward/);
+    expect(run.stderr).not.toMatch(/run-\d+-|gatekept-\d+-|\/tmp\//);
+    expect(run.exitCode).toBe(2);
+    await expectNothingWritten(out);
+  });
+
   it('a seed file that does not exist, or is a directory', async () => {
     const missing = await cli(['pack', '--seed', path.join(scratch, 'nope.json'), '--out', path.join(scratch, 'out-missing')]);
     expect(missing.stderr).toMatch(/error \[FILE_NOT_FOUND\]: cannot read seed .*nope\.json: ENOENT/);

@@ -106,34 +106,60 @@ describe('gatekeep / pack', () => {
   });
 });
 
+/** A seed in a fresh directory of its own, with a fixture as its verifier (function `reward`); and where to pack it. */
+async function seedWithVerifier(name: string, fixture: string, fields: Record<string, unknown>): Promise<{ seedFile: string; out: string }> {
+  const dir = path.join(scratch, name);
+  await mkdir(dir, { recursive: true });
+  await copyFile(path.join(PACKAGE_ROOT, fixture), path.join(dir, 'verifier.py'));
+  const seedFile = path.join(dir, 'seed.json');
+  await writeFile(seedFile, JSON.stringify({ ...fields, verifier: { file: 'verifier.py', function: 'reward' } }));
+  return { seedFile, out: path.join(dir, 'out') };
+}
+
 // What --target chooses. Each package is run under its own library by
 // smoke.test.ts and emit-packages.test.ts; here only the tree is checked.
 describe('pack: the dataset\'s golds', () => {
   it('rejects, writing nothing, when a row\'s gold in the seed\'s format is not rewarded', async () => {
-    const dir = path.join(scratch, 'gold-check');
-    await mkdir(dir, { recursive: true });
-    await copyFile(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'picky-gold.py'), path.join(dir, 'picky.py'));
     const rows = Array.from({ length: 40 }, (_, index) => ({ question: `What is ${index} + 0?`, answer: String(index) }));
-    await writeFile(
-      path.join(dir, 'seed.json'),
-      JSON.stringify({
-        name: 'picky',
-        description: 'Arithmetic with a verifier that punishes one gold.',
-        task: 'arith',
-        dataset: { rows },
-        answer_format: 'boxed',
-        system_prompt: 'Answer in \\boxed{}.',
-        verifier: { file: 'picky.py', function: 'reward' },
-      }),
-    );
-    const out = path.join(dir, 'out');
-    const result = await gatekeep({ seed: path.join(dir, 'seed.json'), outDir: out, python });
+    const { seedFile, out } = await seedWithVerifier('gold-check', path.join('test', 'fixtures', 'picky-gold.py'), {
+      name: 'picky',
+      description: 'Arithmetic with a verifier that punishes one gold.',
+      task: 'arith',
+      dataset: { rows },
+      answer_format: 'boxed',
+      system_prompt: 'Answer in \\boxed{}.',
+    });
+    const result = await gatekeep({ seed: seedFile, outDir: out, python });
     expect(result.gate.decision).toBe('REJECT');
     expect(result.emitted).toBe(false);
     const reasons = result.gate.record.reasons.map((reason) => reason.code);
     expect(reasons).toContain('DATASET_GOLD_UNREWARDED');
     expect(result.gate.record.reasons.find((reason) => reason.code === 'DATASET_GOLD_UNREWARDED')?.message).toMatch(/1 dataset row\(s\) written as boxed \(first: row 14\)/);
     await expect(stat(out)).rejects.toThrow();
+  });
+});
+
+describe('pack: a declared answer layout', () => {
+  it("checks the golds, records the smoke probes and writes the gold replies in the seed's answer_template", async () => {
+    const capitals = [['France', 'Paris'], ['Peru', 'Lima'], ['Kenya', 'Nairobi'], ['Japan', 'Tokyo'], ['Chile', 'Santiago'], ['Egypt', 'Cairo']];
+    const { seedFile, out } = await seedWithVerifier('template', path.join('test', 'fixtures', 'invariance', 'solution-tag.py'), {
+      name: 'capitals-solution',
+      description: 'Capitals, answered in a SOLUTION tag.',
+      task: 'qa',
+      dataset: { rows: capitals.map(([country, city]) => ({ question: `What is the capital of ${country}?`, answer: city })) },
+      answer_format: 'xml',
+      answer_template: '<SOLUTION>{}</SOLUTION>',
+      system_prompt: 'Answer with <SOLUTION>city</SOLUTION>.',
+    });
+    const result = await gatekeep({ seed: seedFile, outDir: out, python, targets: ['verifiers-v1'] });
+    expect(result.gate.record.reasons.map((reason) => reason.code)).toEqual([]);
+    expect(result.gate.decision).toBe('PASS');
+    const honest = result.gate.record.smoke_probes.filter((probe) => probe.kind === 'honest');
+    expect(honest.length).toBeGreaterThan(0);
+    for (const probe of honest) expect(probe.completion).toMatch(/^<SOLUTION>[A-Za-z]+<\/SOLUTION>$/);
+    const data = await readFile(path.join(out, 'verifiers', 'capitals-solution', 'capitals_solution', 'data.jsonl'), 'utf8');
+    const replies = data.trim().split('\n').map((line) => (JSON.parse(line) as { gold_reply?: string }).gold_reply);
+    expect(replies).toEqual(capitals.map(([, city]) => `<SOLUTION>${city}</SOLUTION>`));
   });
 });
 

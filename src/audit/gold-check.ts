@@ -1,7 +1,7 @@
-import { makeRng, renderInFormat, wrongValues } from './answer-values.js';
+import { makeRng, renderInFormat, wrongValues, type FormatName } from './answer-values.js';
 import type { Evaluator } from './evaluator.js';
 import type { EvalRequest } from '../runtime/python-session.js';
-import type { AnswerFormat, AnswerType } from '../types.js';
+import type { AnswerType } from '../types.js';
 
 /**
  * Every dataset row's gold, written in the environment's own answer format,
@@ -11,13 +11,13 @@ import type { AnswerFormat, AnswerType } from '../types.js';
  */
 
 export interface GoldCheckRequest {
-  /** The format the environment's prompts ask for. */
-  format: AnswerFormat;
+  /** The layout the environment's prompts ask for: a built-in format, or a declared one. */
+  format: FormatName;
   rows: readonly { answer: string; prompt?: string | null; info?: Record<string, unknown> }[];
 }
 
 export interface GoldCheckResult {
-  format: AnswerFormat;
+  format: FormatName;
   /** Rows (0-based) whose gold is not rewarded above a wrong answer. */
   unrewarded: number[];
   /** Per row: the gold written in the format, and the reward it got (null when the call failed). */

@@ -20,7 +20,7 @@ import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { makeWorkDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
-import type { AnswerFormat } from '../types.js';
+import { isCustomFormat, type FormatName } from '../audit/answer-values.js';
 
 /**
  * `gatekeep`: from a seed to gated packages. Build the dataset and the
@@ -58,9 +58,9 @@ const SMOKE_HONEST_ROWS = 3;
  * then the most severe attacks: a replay of these shows whether the shipped
  * environment scores what the gate saw.
  */
-function smokeProbes(probes: readonly GateProbe[], answerFormat: AnswerFormat): SmokeProbeRecord[] {
+function smokeProbes(probes: readonly GateProbe[], layout: FormatName): SmokeProbeRecord[] {
   const honest: SmokeProbeRecord[] = probes
-    .filter((probe) => probe.kind === 'honest' && probe.format === answerFormat && !probe.think)
+    .filter((probe) => probe.kind === 'honest' && probe.format === layout && !probe.think)
     .slice(0, SMOKE_HONEST_ROWS)
     .map((probe) => ({ kind: 'honest', row: probe.row, completion: probe.completion, expected_reward: probe.reward }));
   const attacks: SmokeProbeRecord[] = probes
@@ -127,8 +127,12 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
   }
 }
 
-/** The verifier is gated from a private temporary directory; this is its path in error messages. */
-const GATE_DIR_PATH = /\S*gatekept-\d+-[A-Za-z0-9]{6}[^\s:'"]*/g;
+/**
+ * The verifier is gated from a private temporary directory (a staging
+ * directory, or a worker's `run-<pid>-` work directory); this is its path in
+ * error messages.
+ */
+const GATE_DIR_PATH = /\S*(?:gatekept|run)-\d+-[A-Za-z0-9]{6}[^\s:'"]*/g;
 
 async function writeTree(staging: string, root: string, files: ReadonlyMap<string, string>): Promise<void> {
   for (const [relative, content] of [...files.entries()].sort(([a], [b]) => a.localeCompare(b))) {
@@ -152,6 +156,10 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const { seed } = loaded;
   const verifier = await scaffoldVerifier(loaded);
   const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
+  // The layout the verifier reads: a declared template replaces the built-in
+  // format for the golds checked, the smoke probes and the packages' gold replies.
+  const template = seed.answer_template;
+  const layout: FormatName = template !== undefined && isCustomFormat(template) ? template : seed.answer_format;
 
   // 2. The verifier is gated from a private directory that holds nothing
   // else. The output is staged only after a PASS, once every process the
@@ -180,7 +188,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         // Every row's gold, as the prompts ask for it, must be rewarded: checked on the gate's own workers.
         goldCheck: {
-          format: seed.answer_format,
+          format: layout,
           rows: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
         },
       }),
@@ -200,7 +208,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         answer_format: seed.answer_format,
       },
       dataset_health: health,
-      smoke_probes: smokeProbes(result.probes, seed.answer_format),
+      smoke_probes: smokeProbes(result.probes, layout),
     };
     const gateView = {
       decision,
