@@ -19,6 +19,7 @@ import { auditEnv } from '../src/env-audit/env-audit.js';
 import { loadAgainstFile, loadResultsFile } from '../src/env-audit/input-files.js';
 import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
+import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { testPython } from './support/test-python.js';
 
@@ -85,6 +86,8 @@ describe('verifiers 0.4 environments', () => {
     ]);
     // The format reward alone does not check the answer: reported, but not what the decision rests on.
     expect(record.rewards.find((reward) => reward.name === 'formatted')!.audit.decision).toBe('REJECT');
+    // The terminal says why each reward's own gate rejected it.
+    expect(formatEnvScorecard(record)).toMatch(/^ {2}formatted +weight 0\.1 +REJECT +hackability \d+\.\d(, \d+ false accepts?)?, [A-Z_]*FORMAT_ONLY/m);
     expect(record.rewards.find((reward) => reward.name === 'correct')!.audit.decision).toBe('PASS');
     // Honest calibration through the environment: the boxed gold earns correct + 0.1 formatted.
     const boxed = record.total!.honest.calibration.find((cell) => cell.format === 'boxed' && !cell.think && cell.row === record.total!.target.golds[0]!.row);
@@ -95,7 +98,18 @@ describe('verifiers 0.4 environments', () => {
     const mismatch = checkRewardDesign(record.total, record.rewards, null, 'xml');
     expect(mismatch.status).toBe('WARN');
     expect(mismatch.justification).toMatch(/ask for <answer> tags, which it does not reward/);
+    // At the same weight as correctness, the format reward would pay half the reward for formatting alone.
+    const heavy = checkRewardDesign(record.total, record.rewards.map((reward) => (reward.name === 'formatted' ? { ...reward, weight: 1 } : reward)), null, 'boxed');
+    expect(heavy).toMatchObject({ status: 'WARN', score: 7, evidence: { heavy_format_rewards: [{ name: 'formatted', share: 0.5 }] } });
+    expect(heavy.justification).toMatch(/formatted pays the layout whatever the answer and carries 50% of the weights/);
     expect(await leftovers()).toEqual([]);
+  });
+
+  it('an --answer-type that does not fit the golds is the user\'s mistake (exit 2), with the scorecard still built', async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, answerType: 'boolean' });
+    expect(result.exitCode).toBe(2);
+    expect(check(result.record, 'reward_design')).toMatchObject({ status: 'FAIL' });
+    expect(check(result.record, 'reward_design').justification).toMatch(/not audited: gold .* is not a boolean answer/);
   });
 
   it('a Taskset not exported through __all__ fails integrity (exit 2)', async () => {

@@ -101,13 +101,13 @@ async function auditRewards(
   spec: string,
   policy: GatePolicy,
   pythonpath: readonly string[],
-): Promise<{ total: AuditRecord | null; rewards: EnvAuditRecord['rewards']; skipped: string | null }> {
+): Promise<{ total: AuditRecord | null; rewards: EnvAuditRecord['rewards']; skipped: string | null; refusedOption: boolean }> {
   const rows: EnvGateRow[] = loaded.rows
     .map((row, index) => ({ row: index, answer: row.answer ?? '', prompt: row.prompt }))
     .filter((row) => row.answer.trim() !== '');
-  if (rows.length === 0) return { total: null, rewards: [], skipped: 'no row has an answer to gate against' };
+  if (rows.length === 0) return { total: null, rewards: [], skipped: 'no row has an answer to gate against', refusedOption: false };
   const scorable = loaded.rewards.filter((reward) => !reward.needs_runtime && !reward.judge && !reward.group && reward.finite_weight);
-  if (scorable.length === 0) return { total: null, rewards: [], skipped: 'no reward can be scored offline' };
+  if (scorable.length === 0) return { total: null, rewards: [], skipped: 'no reward can be scored offline', refusedOption: false };
   const common = {
     spec,
     rows,
@@ -125,8 +125,14 @@ async function auditRewards(
   try {
     total = (await gateThroughEnv({ ...common, reward: null })).record;
   } catch (error) {
-    // Bad input about the golds (an answer type that does not fit, say) fails the check; machinery failures propagate.
-    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return { total: null, rewards: [], skipped: error.message };
+    // Bad input about the golds fails the check; machinery failures propagate.
+    // It is the user's mistake (exit 2) when the user chose how the golds are
+    // read (an --answer-type that does not fit them, say), the environment's
+    // otherwise.
+    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) {
+      const chosen = (options.answerType !== undefined && options.answerType !== 'auto') || options.choices !== undefined || (options.format !== undefined && options.format !== 'auto');
+      return { total: null, rewards: [], skipped: error.message, refusedOption: chosen };
+    }
     throw error;
   }
   const rewards: EnvAuditRecord['rewards'] = [];
@@ -143,7 +149,7 @@ async function auditRewards(
   } else {
     rewards.push({ name: scorable[0]!.name, weight: Number(scorable[0]!.weight), audit: total });
   }
-  return { total, rewards, skipped: null };
+  return { total, rewards, skipped: null, refusedOption: false };
 }
 
 export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult> {
@@ -178,6 +184,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   let checks: CheckResult[];
   let total: AuditRecord | null = null;
   let rewards: EnvAuditRecord['rewards'] = [];
+  let refusedOption = false;
   if (!inspected.ok) {
     const why = 'not checked: the environment does not load';
     checks = [
@@ -195,6 +202,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     const gated = await auditRewards(options, inspected, spec, policy, pythonpath);
     total = gated.total;
     rewards = gated.rewards;
+    refusedOption = gated.refusedOption;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
     const rewardDesign = checkRewardDesign(total, rewards, gated.skipped, promptedFormat(instructions));
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results)];
@@ -222,6 +230,6 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     tool: { name: TOOL.name, version: TOOL.version },
     statement: decision === 'PASS' ? ENV_PASS_STATEMENT : ENV_REJECT_STATEMENT,
   };
-  const exitCode: ExitCode = !inspected.ok ? EXIT.badInput : decision === 'PASS' ? EXIT.pass : EXIT.reject;
+  const exitCode: ExitCode = !inspected.ok || refusedOption ? EXIT.badInput : decision === 'PASS' ? EXIT.pass : EXIT.reject;
   return { decision, passed: decision === 'PASS', exitCode, record };
 }

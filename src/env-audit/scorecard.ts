@@ -1,4 +1,5 @@
 import type { EnvAuditRecord } from './record.js';
+import type { AuditRecord } from '../audit/record.js';
 
 /** The terminal rendering of an environment audit: one row per check, then the rewards and the decision. */
 
@@ -13,6 +14,20 @@ const LABELS: Record<string, string> = {
   contamination: 'contamination',
   reward_distribution: 'reward distribution',
 };
+
+/**
+ * One gate's line: its hackability, its false accepts (which never decide,
+ * but are the next thing to harden) and, for a REJECT, the reasons.
+ */
+function gateSummary(audit: AuditRecord): string {
+  const falseAccepts = audit.false_accepts.total;
+  const reasons = audit.decision === 'REJECT' ? [...new Set(audit.reasons.map((reason) => reason.code))] : [];
+  return [
+    `hackability ${audit.hackability.toFixed(1)}`,
+    ...(falseAccepts > 0 ? [`${falseAccepts} false accept${falseAccepts === 1 ? '' : 's'}`] : []),
+    ...(reasons.length > 0 ? [reasons.join(', ')] : []),
+  ].join(', ');
+}
 
 export function formatEnvScorecard(record: EnvAuditRecord): string {
   const lines: string[] = [];
@@ -30,9 +45,9 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
     lines.push('');
     lines.push('rewards (each gated on its own; the decision rests on the weighted total):');
     for (const reward of record.rewards) {
-      lines.push(`  ${pad(reward.name, 20)} weight ${String(reward.weight).padEnd(5)} ${pad(reward.audit.decision, 6)} hackability ${reward.audit.hackability.toFixed(1)}`);
+      lines.push(`  ${pad(reward.name, 20)} weight ${String(reward.weight).padEnd(5)} ${pad(reward.audit.decision, 6)} ${gateSummary(reward.audit)}`);
     }
-    if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} hackability ${record.total.hackability.toFixed(1)}`);
+    if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} ${gateSummary(record.total)}`);
   }
   lines.push('');
   lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${record.decision === 'REJECT' ? `; failed: ${record.checks.filter((check) => check.status === 'FAIL').map((check) => LABELS[check.name]).join(', ')}` : ''}`);

@@ -30,6 +30,24 @@ export function promptedFormat(instructions: string | null): AnswerFormat | null
   return null;
 }
 
+/**
+ * A reward that pays the layout whatever the answer (FORMAT_ONLY on its own)
+ * with this share of the weights or more is worth warning about even when the
+ * total passes: a policy that never answers earns that share for formatting,
+ * and the weights, not the verifier, are then what keeps it honest.
+ */
+export const FORMAT_SHARE_WARN = 0.25;
+
+/** Format-only rewards that carry FORMAT_SHARE_WARN of the weights or more, with their share. */
+function heavyFormatRewards(rewards: readonly { name: string; weight: number; audit: AuditRecord }[]): { name: string; share: number }[] {
+  const totalWeight = rewards.reduce((sum, reward) => sum + Math.abs(reward.weight), 0);
+  if (rewards.length < 2 || totalWeight <= 0) return [];
+  return rewards
+    .filter((reward) => reward.audit.reasons.some((reason) => reason.code === 'FORMAT_ONLY'))
+    .map((reward) => ({ name: reward.name, share: Math.abs(reward.weight) / totalWeight }))
+    .filter((reward) => reward.share >= FORMAT_SHARE_WARN);
+}
+
 export function checkRewardDesign(
   total: AuditRecord | null,
   rewards: readonly { name: string; weight: number; audit: AuditRecord }[],
@@ -57,12 +75,14 @@ export function checkRewardDesign(
   const accepted = [...new Set(total.target.golds.flatMap((gold) => gold.accepted_formats))];
   // Compliant answers that earn nothing: the model is told one format and rewarded for another.
   const formatMismatch = passed && prompted !== null && !accepted.includes(prompted);
+  const heavy = passed ? heavyFormatRewards(rewards) : [];
   const base = clampScore(10 * (1 - total.hackability / 100));
-  const score = passed ? (formatMismatch ? Math.min(base, 6) : base) : Math.min(base, 3);
-  const status = !passed ? 'FAIL' : total.hackability > 0 || formatMismatch ? 'WARN' : 'PASS';
+  const score = passed ? (formatMismatch ? Math.min(base, 6) : heavy.length > 0 ? Math.min(base, 7) : base) : Math.min(base, 3);
+  const status = !passed ? 'FAIL' : total.hackability > 0 || formatMismatch || heavy.length > 0 ? 'WARN' : 'PASS';
+  const heavyText = heavy.map(({ name, share }) => `${name} pays the layout whatever the answer and carries ${Math.round(share * 100)}% of the weights`).join('; ');
   const reasons = [...new Set(total.reasons.map((reason) => reason.code))];
   const justification = passed
-    ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}`
+    ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}${heavyText ? `, but ${heavyText}` : ''}`
     : `the weighted reward is gameable or broken: ${reasons.join(', ')}${fired.length > 0 ? `; rewarded: ${fired.slice(0, 4).join(', ')}${fired.length > 4 ? ', …' : ''}` : ''}`;
   return {
     name: 'reward_design',
@@ -83,6 +103,7 @@ export function checkRewardDesign(
       candidates: total.corpus.candidates,
       false_rejections: total.honest.false_rejections,
       per_reward: perReward,
+      heavy_format_rewards: heavy,
     },
   };
 }
