@@ -315,6 +315,25 @@ describe('the checks as pure functions', () => {
     ]);
   });
 
+  it('contamination and near-duplicates leave out the template most prompts share', () => {
+    const countries = ['Peru', 'Mongolia', 'Kenya', 'Chile', 'Norway', 'Egypt', 'Japan', 'Canada', 'Spain', 'Ghana'];
+    const prompts = countries.map((country) => `What is the capital of ${country}?`);
+    const against = (texts: string[]) => texts.map((text, index) => ({ text, file: 'eval.jsonl', line: index + 1 }));
+    // Other countries in the same template: no question of the environment is in the eval set.
+    const clean = checkContamination(prompts, against(['What is the capital of France?', 'What is the capital of Brazil?', 'What is the capital of India?']), ['eval.jsonl']);
+    expect(clean).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
+    // The same question reworded around its content still matches.
+    const reworded = checkContamination(prompts, against(['Q: what is the capital of Mongolia? One word please.']), ['eval.jsonl']);
+    expect(reworded.evidence).toMatchObject({ exact: 0, near: 1 });
+    expect((reworded.evidence.pairs as { row: number }[])[0]!.row).toBe(1);
+    // A long instruction every row repeats does not make short problems near-duplicates; a problem asked twice still is.
+    const instruction = 'Solve the following problem carefully, show your reasoning, and put the final answer in a box at the end.';
+    const problems = ['12 + 7', '3 * 9', '81 / 9', '15 - 4', '6 * 6', '100 / 4', '7 + 8', '3 * 9 ?'];
+    const health = checkDatasetHealth(problems.map((problem, index) => ({ prompt: `${instruction} Problem: ${problem}`, answer: String(index) })));
+    expect(health.evidence).toMatchObject({ near_duplicates_total: 1 });
+    expect((health.evidence.near_duplicates as { row: number; other: number }[])[0]).toMatchObject({ row: 7, other: 1 });
+  });
+
   it('reward distribution: too few, identical and flat rewards fail; N/A without a file', async () => {
     expect(checkRewardDistribution(null).status).toBe('N/A');
     const samples = (values: number[]) => ({ file: 'x', layout: 'verifiers-v0', samples: values.map((reward, i) => ({ line: i + 1, reward, malformed: false })) });

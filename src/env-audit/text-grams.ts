@@ -23,6 +23,30 @@ export function charGrams(normalized: string, n = 8): Set<string> {
   return grams;
 }
 
+/** A gram is boilerplate when at least this share of the prompts has it... */
+const BOILERPLATE_SHARE = 0.5;
+/** ...and at least this many: in a handful of rows, two alike are no template. */
+const BOILERPLATE_MIN_ROWS = 3;
+
+/**
+ * The grams most of a dataset's prompts share: their template ("what is the
+ * capital of", an instruction every row repeats). Two texts that match only
+ * on these are two rows of one template, not one question twice.
+ */
+export function boilerplateGrams(gramSets: readonly ReadonlySet<string>[]): Set<string> {
+  const rows = new Map<string, number>();
+  for (const grams of gramSets) for (const gram of grams) rows.set(gram, (rows.get(gram) ?? 0) + 1);
+  const needed = Math.max(BOILERPLATE_MIN_ROWS, BOILERPLATE_SHARE * gramSets.length);
+  return new Set([...rows].filter(([, count]) => count >= needed).map(([gram]) => gram));
+}
+
+/** A text's grams without the template's; all of them when the text is nothing but template. */
+export function withoutBoilerplate(grams: ReadonlySet<string>, boilerplate: ReadonlySet<string>): ReadonlySet<string> {
+  if (boilerplate.size === 0) return grams;
+  const content = new Set([...grams].filter((gram) => !boilerplate.has(gram)));
+  return content.size > 0 ? content : grams;
+}
+
 /** Share of `a`'s grams found in `b` (containment), 0..1. */
 export function containment(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
   if (a.size === 0) return 0;

@@ -1,11 +1,12 @@
 import type { AgainstRow } from '../input-files.js';
-import { charGrams, GramIndex, normalizeText } from '../text-grams.js';
+import { boilerplateGrams, charGrams, GramIndex, normalizeText, withoutBoilerplate } from '../text-grams.js';
 import { clampScore, notApplicable, statusFor, type CheckResult } from '../record.js';
 
 /**
  * Contamination: the environment's prompts against local question files.
  * Exact matches (after normalisation) and near matches (shared character
- * 8-grams over the shorter text) are listed as pairs. A pure function.
+ * 8-grams over the shorter text, the template most prompts share left out)
+ * are listed as pairs. A pure function.
  */
 
 const NEAR_MATCH = 0.6;
@@ -16,15 +17,19 @@ const MAX_PAIRS = 20;
 export function checkContamination(prompts: readonly (string | null)[], against: readonly AgainstRow[] | null, files: readonly string[] = []): CheckResult {
   if (against === null) return notApplicable('contamination', 'not checked: no --against file given');
   const index = new GramIndex();
+  const normalizedPrompts = prompts.map((prompt) => normalizeText(prompt ?? ''));
+  const promptGrams = normalizedPrompts.map((text) => charGrams(text));
+  // A templated dataset shares its template with a templated eval set: only the rest is evidence.
+  const template = boilerplateGrams(promptGrams.filter((grams) => grams.size > 0));
   const normalizedAgainst = against.map((row) => normalizeText(row.text));
-  for (const text of normalizedAgainst) index.add(charGrams(text));
+  for (const text of normalizedAgainst) index.add(withoutBoilerplate(charGrams(text), template));
   const pairs: { row: number; kind: 'exact' | 'near'; overlap: number; prompt: string; file: string; line: number; match: string }[] = [];
   let exact = 0;
   let near = 0;
   prompts.forEach((prompt, row) => {
-    const text = normalizeText(prompt ?? '');
+    const text = normalizedPrompts[row]!;
     if (!text) return;
-    const best = index.matches(charGrams(text), NEAR_MATCH)[0];
+    const best = index.matches(withoutBoilerplate(promptGrams[row]!, template), NEAR_MATCH)[0];
     if (!best) return;
     const match = against[best.id]!;
     const kind = normalizedAgainst[best.id] === text ? 'exact' : 'near';
@@ -52,7 +57,7 @@ export function checkContamination(prompts: readonly (string | null)[], against:
       exact,
       near,
       near_threshold: NEAR_MATCH,
-      method: 'normalized character 8-gram overlap over the shorter text',
+      method: 'normalized character 8-gram overlap over the shorter text, leaving out the grams most prompts share (their template)',
       pairs: pairs.slice(0, MAX_PAIRS),
       pairs_total: pairs.length,
     },

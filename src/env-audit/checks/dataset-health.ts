@@ -1,6 +1,6 @@
 import { detectAnswerType, isNumeric } from '../../audit/answer-values.js';
 import type { AnswerType } from '../../types.js';
-import { charGrams, GramIndex, normalizeText } from '../text-grams.js';
+import { boilerplateGrams, charGrams, GramIndex, normalizeText, withoutBoilerplate } from '../text-grams.js';
 import { clampScore, statusFor, type CheckResult } from '../record.js';
 
 /**
@@ -79,8 +79,11 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
   let nearSkipped = false;
   if (total <= NEAR_DUPLICATE_MAX_ROWS) {
     const index = new GramIndex();
-    normalized.forEach((text, row) => {
-      const grams = charGrams(text);
+    const allGrams = normalized.map((text) => charGrams(text));
+    // Rows of one template differ only in what fills it: the template is no evidence of a duplicate.
+    const template = boilerplateGrams(allGrams.filter((grams) => grams.size > 0));
+    normalized.forEach((_text, row) => {
+      const grams = withoutBoilerplate(allGrams[row]!, template);
       if (!exactRows.has(row) && grams.size > 0) {
         const match = index.matches(grams, NEAR_DUPLICATE, (id) => normalized[id] === '' || (rows[id]!.prompt ?? '').trim() === (rows[row]!.prompt ?? '').trim())[0];
         if (match) near.push({ row, other: match.id, overlap: match.overlap });
