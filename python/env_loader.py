@@ -71,6 +71,27 @@ def _module_for(spec):
     return name.replace("-", "_").lower(), None
 
 
+def _modules_hint(directory):
+    """The modules a package directory does hold: the module name is read from
+    pyproject.toml's [project] name, which may not be the module's own."""
+    if directory is None:
+        return ""
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return ""
+    found = []
+    for entry in entries:
+        path = os.path.join(directory, entry)
+        if entry.endswith(".py") and entry != "setup.py" and os.path.isfile(path):
+            found.append(entry[:-3])
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            found.append(entry)
+    if not found:
+        return ""
+    return " (the name comes from pyproject.toml's [project] name, - read as _; the directory holds %s)" % ", ".join(found[:5])
+
+
 def _import(module_name, directory):
     import importlib
 
@@ -82,7 +103,7 @@ def _import(module_name, directory):
         missing = exc.name or ""
         if missing == module_name:
             where = "in %s" % directory if directory else "installed for this Python"
-            raise LoadFailure("import", "no module %s %s" % (module_name, where), missing) from exc
+            raise LoadFailure("import", "no module %s %s%s" % (module_name, where, _modules_hint(directory)), missing) from exc
         raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc)), missing or None) from exc
     except BaseException as exc:
         raise LoadFailure("import", "importing %s failed: %s" % (module_name, _describe(exc))) from exc

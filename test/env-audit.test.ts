@@ -3,7 +3,7 @@
  * versions (test/fixtures/envs), loaded and scored with the real verifiers
  * 0.4 and 0.3.1 in the test venvs, plus the pure checks on hand-made inputs.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -110,6 +110,16 @@ describe('verifiers 0.4 environments', () => {
     expect(result.exitCode).toBe(2);
     expect(check(result.record, 'reward_design')).toMatchObject({ status: 'FAIL' });
     expect(check(result.record, 'reward_design').justification).toMatch(/not audited: gold .* is not a boolean answer/);
+  });
+
+  it('a project name that is not its module\'s fails integrity (exit 2), naming the modules the directory holds', async () => {
+    const dir = path.join(scratch, 'renamed');
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'pyproject.toml'), '[project]\nname = "vf-renamed-env"\nversion = "0.1.0"\n');
+    await writeFile(path.join(dir, 'renamed_env.py'), 'x = 1\n');
+    const result = await auditEnv({ env: dir, python: V1(), rows: ROWS, workers: WORKERS });
+    expect(result.exitCode).toBe(2);
+    expect(check(result.record, 'integrity').justification).toMatch(/no module vf_renamed_env in .*the directory holds renamed_env/);
   });
 
   it('a Taskset not exported through __all__ fails integrity (exit 2)', async () => {
