@@ -159,8 +159,20 @@ describe('gatekept smoke --verifiers', () => {
     expect(result.exitCode, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout) as SmokeReport;
     expectPassed(report);
-    expect(report.checks.map((check) => check.name)).toEqual(['gold', 'verifier', 'import', 'dataset']);
+    expect(report.checks.map((check) => check.name)).toEqual(['gold', 'verifier', 'import', 'library', 'dataset']);
     expect(report.checks.find((check) => check.name === 'import')!.detail).toMatch(/exports a ArithTaskset \(verifiers 0\.4\.0\)/);
+    expect(report.checks.find((check) => check.name === 'library')!.detail).toBe("verifiers 0.4.0 meets the package's requirement verifiers>=0.4,<0.5");
+    expectAllGone(report);
+  });
+
+  it('fails a Taskset package run under a verifiers its pyproject.toml does not allow', async () => {
+    const result = await cli(['--verifiers', verifiersDir, '--python', v0Python, '--json']);
+    expect(result.exitCode, result.stderr).toBe(1);
+    const report = JSON.parse(result.stdout) as SmokeReport;
+    expect(report.checks.find((check) => check.name === 'library')).toMatchObject({
+      ok: false,
+      detail: expect.stringMatching(/^verifiers 0\.3\.1 does not meet the package's requirement verifiers>=0\.4,<0\.5/),
+    });
     expectAllGone(report);
   });
 

@@ -698,6 +698,51 @@ function judgeEpisode(probe: Probe, wire: EpisodeWire | undefined, rows: readonl
   return { reward, problems };
 }
 
+/**
+ * The version range a package's pyproject.toml pins for a dependency
+ * (`>=0.4,<0.5` of `"verifiers>=0.4,<0.5"`), or null when it pins none.
+ */
+async function pinnedRequirement(dir: string, name: string): Promise<string | null> {
+  const pyproject = await readFile(path.join(dir, 'pyproject.toml'), 'utf8').catch(() => '');
+  const found = new RegExp(`["']${name}\\s*((?:[<>=!~]=?\\s*[\\w.]+\\s*,?\\s*)+)["']`).exec(pyproject);
+  return found ? found[1]!.replace(/\s+/g, '') : null;
+}
+
+/**
+ * Whether a version meets comma-separated clauses of ==, !=, >=, <=, > and
+ * < (what emitted packages pin); release numbers compared part by part.
+ */
+export function satisfies(version: string, clauses: string): boolean {
+  const parts = (text: string) => text.split('.').map((part) => Number.parseInt(part, 10) || 0);
+  const compare = (a: number[], b: number[]) => {
+    for (let index = 0; index < Math.max(a.length, b.length); index += 1) {
+      const difference = (a[index] ?? 0) - (b[index] ?? 0);
+      if (difference !== 0) return Math.sign(difference);
+    }
+    return 0;
+  };
+  const have = parts(version);
+  return clauses.split(',').every((clause) => {
+    const match = /^(==|!=|>=|<=|>|<)([\w.]+)$/.exec(clause);
+    if (!match) return false;
+    const order = compare(have, parts(match[2]!));
+    switch (match[1]) {
+      case '==':
+        return order === 0;
+      case '!=':
+        return order !== 0;
+      case '>=':
+        return order >= 0;
+      case '<=':
+        return order <= 0;
+      case '>':
+        return order > 0;
+      default:
+        return order < 0;
+    }
+  });
+}
+
 async function runVerifiers(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
   const input = JSON.stringify({ probes: probes.map((probe) => ({ row: probe.row, completion: probe.completion })) });
@@ -735,6 +780,18 @@ async function runVerifiers(context: RunContext): Promise<Observed[]> {
       ? `${pkg.module} imported from the package directory; ${scored.api === 'taskset' ? 'it exports' : 'load_environment() built'} a ${String(scored.environment)} (verifiers ${String(scored.version)})`
       : `${pkg.module} was imported from ${loadedFrom || 'nowhere'}, not from the package directory`,
   });
+  const pinned = await pinnedRequirement(pkg.dir, 'verifiers');
+  if (pinned !== null) {
+    const version = String(scored.version);
+    const fits = satisfies(version, pinned);
+    checks.push({
+      name: 'library',
+      ok: fits,
+      detail: fits
+        ? `verifiers ${version} meets the package's requirement verifiers${pinned}`
+        : `verifiers ${version} does not meet the package's requirement verifiers${pinned}: smoke it with a Python that has what it will be installed with`,
+    });
+  }
   const loadedRows = (scored.rows as DataRow[] | undefined) ?? [];
   const differing = rows.findIndex((row, index) => loadedRows[index]?.question !== row.question || loadedRows[index]?.answer !== row.answer);
   checks.push({
