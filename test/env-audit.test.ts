@@ -351,6 +351,11 @@ describe('the checks as pure functions', () => {
     expect(checkRewardDistribution(samples(Array(25).fill(0.5))).status).toBe('FAIL');
     expect(checkRewardDistribution(samples([...Array(24).fill(0.5), 0.51])).justification).toMatch(/standard deviation/);
     expect(checkRewardDistribution(samples(Array.from({ length: 30 }, (_, i) => i % 2))).status).toBe('PASS');
+    // Another library's layout than the environment's: the run was likely another environment's.
+    const foreign = checkRewardDistribution(samples(Array.from({ length: 30 }, (_, i) => i % 2)), 'verifiers-v1');
+    expect(foreign.status).toBe('WARN');
+    expect(foreign.justification).toMatch(/holds verifiers 0\.3 results and the environment is a verifiers 0\.4 one/);
+    expect(checkRewardDistribution(samples(Array.from({ length: 30 }, (_, i) => i % 2)), 'verifiers-v0').status).toBe('PASS');
     const healthy = await loadResultsFile(healthyV1);
     expect(healthy.layout).toBe('verifiers-v1');
     expect(healthy.samples.filter((sample) => sample.reward === 1.1)).not.toHaveLength(0);

@@ -205,7 +205,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     refusedOption = gated.refusedOption;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
     const rewardDesign = checkRewardDesign(total, rewards, gated.skipped, promptedFormat(instructions));
-    checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results)];
+    checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind)];
   }
 
   // 5. Score and decide: any FAIL rejects.

@@ -12,8 +12,14 @@ const MIN_SAMPLES = 20;
 const MIN_STD = 0.05;
 const MAX_ZERO_SHARE = 0.9;
 const MAX_MALFORMED_SHARE = 0.1;
+const LAYOUT_TEXT: Readonly<Record<string, string>> = { 'verifiers-v1': 'verifiers 0.4 traces', 'verifiers-v0': 'verifiers 0.3 results' };
+const KIND_TEXT: Readonly<Record<string, string>> = { 'verifiers-v1': 'a verifiers 0.4', 'verifiers-v0': 'a classic verifiers (0.3)' };
 
-export function checkRewardDistribution(results: { file: string; layout: string; samples: readonly RewardSample[] } | null): CheckResult {
+export function checkRewardDistribution(
+  results: { file: string; layout: string; samples: readonly RewardSample[] } | null,
+  /** The environment's kind, when known: a results file of the other library's layout was written by another environment's run. */
+  envKind: string | null = null,
+): CheckResult {
   if (results === null) return notApplicable('reward_distribution', 'not checked: no --results file given');
   const rewards = results.samples.map((sample) => sample.reward).filter((value): value is number => value !== null);
   const n = rewards.length;
@@ -30,6 +36,9 @@ export function checkRewardDistribution(results: { file: string; layout: string;
   else if (n > 0 && std <= MIN_STD) failures.push(`standard deviation ${std.toFixed(3)} is not above ${MIN_STD}`);
   if (zeroShare >= MAX_ZERO_SHARE && distinct > 1) warnings.push(`${(zeroShare * 100).toFixed(0)}% of rewards are 0`);
   if (malformedShare >= MAX_MALFORMED_SHARE) warnings.push(`${(malformedShare * 100).toFixed(0)}% of completions are malformed`);
+  if (envKind !== null && envKind !== results.layout) {
+    warnings.push(`the file holds ${LAYOUT_TEXT[results.layout] ?? results.layout} and the environment is ${KIND_TEXT[envKind] ?? envKind} one: check that it is this environment's run`);
+  }
   const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
   const round = (value: number) => Math.round(value * 10000) / 10000;
   return {
