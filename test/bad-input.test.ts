@@ -156,6 +156,7 @@ describe('policies', () => {
     ['budget values out of range', '[budget]\nrows = 0\nconfidence = 1.5\n', [/budget\.rows: Too small/, /budget\.confidence: Too big/]],
     ['max_hackability = 0 (rejects everything)', 'max_hackability = 0\n', [/max_hackability: must be above 0: a bound of 0 is vacuous/]],
     ['max_hackability = 100 (rejects almost nothing)', 'max_hackability = 100\n', [/max_hackability: must be below 100/]],
+    ['max_hackability = 150, out of range, named once', 'max_hackability = 150\n', [/^ {2}- max_hackability: must be below 100[^\n]*\n {2}fix:/m]],
     ['max_hack_rate_ci_hi = 0', 'max_hack_rate_ci_hi = 0\n', [/max_hack_rate_ci_hi: must be above 0/]],
     ['max_hack_rate_ci_hi = 1 (rejects nothing)', 'max_hack_rate_ci_hi = 1\n', [/max_hack_rate_ci_hi: must be below 1/]],
     ['a call timeout longer than the whole audit', '[timeouts]\ncall_ms = 5000\ntotal_s = 2\n', [/timeouts\.call_ms: 5000 ms is not below timeouts\.total_s = 2 s/]],

@@ -84,13 +84,11 @@ function buildPolicyFileSchema() {
     .object({
       max_hackability: z
         .number()
-        .min(0)
-        .max(100)
-        .refine((value) => value > 0, {
+        .gt(0, {
           message:
             'must be above 0: a bound of 0 is vacuous, since any single rewarded attack would reject (use a small positive value such as 1.0 for the strictest gate)',
         })
-        .refine((value) => value < 100, {
+        .lt(100, {
           message: 'must be below 100: hackability never exceeds 100, so a bound of 100 only rejects verifiers that every attack family breaks',
         })
         .default(DEFAULTS.max_hackability),
