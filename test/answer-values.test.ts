@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFilter, detectAnswerType, makeRng, renderInFormat, shapeTwin, wrongValues } from '../src/audit/answer-values.js';
+import { applyFilter, detectAnswerType, makeRng, renderInFormat, shapeTwin, slotValue, wrongValues } from '../src/audit/answer-values.js';
 
 describe('answer values', () => {
   it('renders a value in a declared layout', () => {
@@ -103,5 +103,18 @@ describe("the gold's twin", () => {
   it('has none for an answer without digits', () => {
     expect(shapeTwin('Paris', makeRng(1))).toBeUndefined();
     expect(shapeTwin('C,A,D,B', makeRng(1))).toBeUndefined();
+  });
+});
+
+describe('the answer slot of a completion', () => {
+  it('reads back what renderInFormat wrote, the last slot when there are several, and nothing for a bare reply', () => {
+    for (const format of ['boxed', 'xml', 'line', 'hash', 'json', '<SOLUTION>{}</SOLUTION>'] as const) {
+      expect(slotValue(format, renderInFormat(format, 'New Yorkshire')), format).toBe('New Yorkshire');
+    }
+    expect(slotValue('boxed', '\\boxed{Oslo} then \\boxed{ Lima }')).toBe('Lima');
+    expect(slotValue('line', 'Answer: Oslo\nAnswer: Lima')).toBe('Lima');
+    expect(slotValue('bare', 'Lima')).toBeUndefined();
+    expect(slotValue('xml', 'no tags here')).toBeUndefined();
+    expect(slotValue('json', '{"answer": ')).toBeUndefined();
   });
 });

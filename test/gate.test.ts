@@ -86,6 +86,19 @@ describe('gate on real verifiers', () => {
     expect(exact.record.families.find((item) => item.family === 'shape-twin')?.attempts).toBeGreaterThan(0);
   });
 
+  it("passes a grader that reads an amount's value, and rejects partial credit for any amount near the gold's", async () => {
+    const spec = 'test/fixtures/invariance/money.py';
+    // `12` is a piece of `$12.00`, the same amount to this grader: never another gold.
+    const exact = await gate({ ...base, reward: `${spec}:reward`, answer: '$12.00' });
+    expect(exact.decision).toBe('PASS');
+    expect(exact.record.findings_total).toBe(0);
+    // The grader raises on a word as the gold: the partial credit is measured against a second twin instead.
+    const close = await gate({ ...base, reward: `${spec}:reward_close_any`, answer: '$12.50' });
+    expect(close.decision).toBe('REJECT');
+    const hedge = close.record.findings.find((finding) => finding.invariant === 'hedge-rewarded' && finding.reward === 0.5);
+    expect(hedge?.rewarded_under.length).toBeGreaterThanOrEqual(2);
+  });
+
   it("attacks a multiple-choice grader with the question's option texts, and passes one that grades the letter alone", async () => {
     const question = (options: string[]) => `Pick one.\n${options.map((text, index) => `${'ABCD'[index]}) ${text}`).join('\n')}`;
     const dataset = [
@@ -163,6 +176,8 @@ describe('gate on real verifiers', () => {
     const undeclared = await gate({ ...base, reward: fixture('reward'), answer: '42' });
     expect(undeclared.record.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD']);
     expect(undeclared.record.reasons[0]!.message).toMatch(/--format '<TAG>\{\}<\/TAG>'/);
+    // A task whose correct reply is not the gold (Countdown's equation) is told it is out of reach.
+    expect(undeclared.record.reasons[0]!.message).toMatch(/if a correct reply is not the gold itself .* the gate cannot audit it/);
     const declared = await gate({ ...base, reward: fixture('reward'), answer: '42', format: ['<SOLUTION>{}</SOLUTION>'] });
     expect(declared.decision).toBe('PASS');
     expect(declared.record.target.golds[0]!.accepted_formats).toEqual(['<SOLUTION>{}</SOLUTION>']);

@@ -198,6 +198,19 @@ describe('alternate golds', () => {
     expect(alternateGolds('<answer>p.aris</answer>', { gold: 'Paris', type: 'string', choices: [], wrong: ['Oslo'], fresh: 'Lima' })).toEqual(['p', 'aris', 'Lima']);
   });
 
+  it('for a string answer: tries what the answer slot holds whole, the twins, never a piece of a one-value gold, and keeps a list gold\'s elements', () => {
+    const money = { gold: '$12.00', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima', twin: '$7.00', freshTwin: '$3.00' };
+    // `12` and `00` are pieces of the gold; the slot holds the gold itself.
+    expect(alternateGolds('\\boxed{$12.00}\nOslo', money, 'boxed')).toEqual(['Oslo', '$7.00', '$3.00', 'Lima']);
+    const city = { gold: 'New York', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
+    expect(alternateGolds('<answer>New Yorkshire</answer>', city, 'xml')).toEqual(['New Yorkshire', 'Yorkshire', 'Lima']);
+    // A slot holding more words than the gold (a hedge on one line) is tried through the values it states.
+    expect(alternateGolds('<answer>New York or Oslo</answer>', city, 'xml')).toEqual(['Oslo', 'or', 'Lima']);
+    // A subset of a list gold is another answer.
+    const set = { gold: 'a, b, c', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
+    expect(alternateGolds('\\boxed{a, b, c, d}', set, 'boxed')).toEqual(['a', 'd', 'b', 'c', 'Lima']);
+  });
+
   it('compares values, not spellings', () => {
     expect(sameValue('42', '42.0', 'numeric')).toBe(true);
     expect(sameValue('1,000', '1000', 'numeric')).toBe(true);

@@ -119,13 +119,15 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     wrong: plan.context.wrong,
     fresh: plan.alternate,
     twin: plan.context.twin,
+    freshTwin: plan.freshTwin,
   };
-  const partial = plan.alternate !== null && (plan.context.type === 'numeric' || plan.context.type === 'string');
+  const partial = (plan.alternate !== null || plan.freshTwin !== undefined) && (plan.context.type === 'numeric' || plan.context.type === 'string');
   const screens = screen({ candidates, results: attackResults, levels: () => levels, partial });
   const pending: { index: number; answers: string[] }[] = [];
   screens.forEach((verdict, index) => {
     if (verdict.kind !== 'rewarded' && verdict.kind !== 'paid') return;
-    pending.push({ index, answers: alternateGolds(candidates[index]!.completion, alternateContext) });
+    const candidate = candidates[index]!;
+    pending.push({ index, answers: alternateGolds(candidate.completion, alternateContext, candidate.format) });
   });
   judgeMs += performance.now() - judging;
   const alternateResults = await evaluator.evaluate(

@@ -92,7 +92,7 @@ function describeBroken(row: number, answer: string, reason: BrokenReason, forma
     case 'no-format-accepts-gold':
       return {
         code: 'NO_FORMAT_ACCEPTS_GOLD',
-        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON and any declared with --format, each also after <think>); if it reads another layout, declare it with --format '<TAG>{}</TAG>'`,
+        message: `broken verifier: it rewards the gold above a wrong answer in no format ${where} (tried bare, \\boxed{}, <answer>, "Answer:", "####", JSON and any declared with --format, each also after <think>); if it reads another layout, declare it with --format '<TAG>{}</TAG>'; if a correct reply is not the gold itself (an equation that evaluates to it, a program whose output it is), the gate cannot audit it, since every attack writes values of the gold's type`,
       };
     case 'format-only':
       return {

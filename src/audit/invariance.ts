@@ -1,3 +1,4 @@
+import { slotValue, type FormatName } from './answer-values.js';
 import type { AnswerType } from '../types.js';
 
 /**
@@ -43,6 +44,9 @@ export function sameValue(a: string, b: string, type: AnswerType): boolean {
   }
 }
 
+/** What separates the elements of a list answer. */
+const LIST_SEPARATOR = /[,;|\n]/;
+
 /** Markup a completion is written in, which states no value: tags and LaTeX commands. */
 const MARKUP = /<\/?[A-Za-z|_][^<>]*>|\\[A-Za-z]+/g;
 
@@ -76,19 +80,33 @@ export interface AlternateContext {
   fresh: string | null;
   /** String answers with digits: the gold's shape with other values, always tried. */
   twin?: string | undefined;
+  /**
+   * String answers with digits: a second twin no template writes, always
+   * tried; the baseline of partial credit, since a grader that parses the
+   * answer may raise on the fresh value's word.
+   */
+  freshTwin?: string | undefined;
 }
 
 /**
- * The alternate golds for one rewarded completion, deterministic: the
- * gold's twin and the template's wrong values it states, then the first and
- * last value it states, then the others, at most MAX_STATED_ALTERNATES of
- * them, then the twin (when the gold has one) and the fresh value last. Every other label for multiple choice, the opposite for
- * a boolean.
+ * The alternate golds for one rewarded completion, deterministic: for a
+ * string answer, what its answer slot holds when it has the gold's number of
+ * words (`format`, the candidate's), then
+ * the gold's twin and the template's wrong values it states, then the first
+ * and last value it states, then the others, at most MAX_STATED_ALTERNATES
+ * of them, then the twins (when the gold has them) and the fresh value last.
+ * Every other label for multiple choice, the opposite for a boolean.
  */
-export function alternateGolds(completion: string, ctx: AlternateContext): string[] {
+export function alternateGolds(completion: string, ctx: AlternateContext, format: FormatName | null = null): string[] {
   const out: string[] = [];
+  // A word or number of a string gold that is one value is a piece of it,
+  // not another answer: `12` of `$12.00`, `200` of `200 g` are the gold's own
+  // value to a grader that reads units or currency. The elements of a list
+  // (`a, b, c`) are other answers, a subset among them, and stay.
+  const pieces = ctx.type === 'string' && !LIST_SEPARATOR.test(ctx.gold) ? statedValues(ctx.gold, 'string', ctx.choices) : [];
   const push = (value: string): void => {
     if (value.trim() === '' || sameValue(value, ctx.gold, ctx.type) || out.some((seen) => sameValue(seen, value, ctx.type))) return;
+    if (pieces.some((piece) => sameValue(piece, value, ctx.type))) return;
     out.push(value);
   };
   if (ctx.type === 'choice') {
@@ -99,6 +117,12 @@ export function alternateGolds(completion: string, ctx: AlternateContext): strin
     if (ctx.fresh !== null) push(ctx.fresh);
     return out;
   }
+  // What a string completion commits to in its answer slot, whole, when it
+  // has as many words as the gold: `New Yorkshire` paid under `New York` is
+  // tested as the answer it is. A slot holding more (a hedge on one line) is
+  // tested through the values it states.
+  const committed = ctx.type === 'string' && format !== null ? slotValue(format, completion) : undefined;
+  if (committed !== undefined && statedValues(committed, 'string', ctx.choices).length === statedValues(ctx.gold, 'string', ctx.choices).length) push(committed);
   const stated = statedValues(completion, ctx.type, ctx.choices);
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
   // The twin is a value of several words (`x=8, y=2`): stated when the completion holds it whole.
@@ -111,18 +135,26 @@ export function alternateGolds(completion: string, ctx: AlternateContext): strin
   }
   out.length = Math.min(out.length, MAX_STATED_ALTERNATES);
   if (ctx.twin !== undefined) push(ctx.twin);
+  if (ctx.freshTwin !== undefined) push(ctx.freshTwin);
   if (ctx.fresh !== null) push(ctx.fresh);
   return out;
 }
 
 /**
- * The fresh alternate when the completion does not state it (a dump may
- * happen to): what the completion earns under it, it earns whatever the
- * answer is. Null for multiple choice and booleans, which have no fresh
- * value, and when it is stated.
+ * A fresh alternate the completion does not state (a dump may happen to):
+ * what the completion earns under it, it earns whatever the answer is. The
+ * second twin first, which a grader of structured answers parses, then the
+ * fresh value. Null for multiple choice and booleans, which have no fresh
+ * value, and when every one is stated.
  */
 export function unstatedAlternate(completion: string, answers: readonly string[], ctx: AlternateContext): string | null {
-  const fresh = ctx.fresh;
-  if (fresh === null || (ctx.type !== 'numeric' && ctx.type !== 'string') || !answers.includes(fresh)) return null;
-  return statedValues(completion, ctx.type, ctx.choices).some((value) => sameValue(value, fresh, ctx.type)) ? null : fresh;
+  if (ctx.type !== 'numeric' && ctx.type !== 'string') return null;
+  const stated = statedValues(completion, ctx.type, ctx.choices);
+  const normal = normalString(completion);
+  for (const fresh of [ctx.freshTwin, ctx.fresh]) {
+    if (fresh === undefined || fresh === null || !answers.includes(fresh)) continue;
+    const said = stated.some((value) => sameValue(value, fresh, ctx.type)) || (ctx.type === 'string' && normal.includes(normalString(fresh)));
+    if (!said) return fresh;
+  }
+  return null;
 }

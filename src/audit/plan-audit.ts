@@ -25,6 +25,8 @@ export interface GoldPlan {
   row: DatasetRow;
   /** A fresh value of the answer type, unrelated to the gold: always one of the invariance test's alternates. */
   alternate: string | null;
+  /** String answers with digits: a second twin of the gold (see shapeTwin), always an alternate too. */
+  freshTwin?: string;
   context: GoldContext;
 }
 
@@ -95,9 +97,12 @@ function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[],
     null;
   const options = type === 'choice' && row.prompt !== null ? optionTexts(row.prompt, choices, row.answer) : undefined;
   const twin = type === 'string' ? shapeTwin(row.answer, makeRng(seed, 'twin', row.index, row.answer)) : undefined;
+  const second = twin !== undefined ? shapeTwin(row.answer, makeRng(seed, 'fresh-twin', row.index, row.answer)) : undefined;
+  const freshTwin = second !== undefined && second !== twin ? second : undefined;
   return {
     row,
     alternate,
+    ...(freshTwin !== undefined ? { freshTwin } : {}),
     context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}), ...(twin !== undefined ? { twin } : {}) },
   };
 }
