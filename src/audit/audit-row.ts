@@ -121,8 +121,8 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     twin: plan.context.twin,
     freshTwin: plan.freshTwin,
   };
-  const partial = (plan.alternate !== null || plan.freshTwin !== undefined) && (plan.context.type === 'numeric' || plan.context.type === 'string');
-  const screens = screen({ candidates, results: attackResults, levels: () => levels, partial });
+  const screensPartial = (plan.alternate !== null || plan.freshTwin !== undefined) && (plan.context.type === 'numeric' || plan.context.type === 'string');
+  const screens = screen({ candidates, results: attackResults, levels: () => levels, partial: screensPartial });
   const pending: { index: number; answers: string[] }[] = [];
   screens.forEach((verdict, index) => {
     if (verdict.kind !== 'rewarded' && verdict.kind !== 'paid') return;
@@ -144,7 +144,7 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[offset + k]! }));
     offset += answers.length;
     const reward = attackResults[index]!.reward;
-    const unstated = partial && statesSeveral(candidate) ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
+    const unstated = screensPartial && statesSeveral(candidate) ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
     const screened = screens[index]!;
     const verdict = settle(candidate, outcomes, levels, {
       screened: screened.kind === 'paid' ? screened : 'rewarded',

@@ -91,11 +91,11 @@ export interface AlternateContext {
 /**
  * The alternate golds for one rewarded completion, deterministic: for a
  * string answer, what its answer slot holds when it has the gold's number of
- * words (`format`, the candidate's), then
- * the gold's twin and the template's wrong values it states, then the first
- * and last value it states, then the others, at most MAX_STATED_ALTERNATES
- * of them, then the twins (when the gold has them) and the fresh value last.
- * Every other label for multiple choice, the opposite for a boolean.
+ * words (`format`, the candidate's); the gold's twin and the template's wrong
+ * values it states; then the first and last value it states, then the
+ * others, at most MAX_STATED_ALTERNATES of them; then the twins (when the
+ * gold has them) and the fresh value last. Every other label for multiple
+ * choice, the opposite for a boolean.
  */
 export function alternateGolds(completion: string, ctx: AlternateContext, format: FormatName | null = null): string[] {
   const out: string[] = [];
