@@ -99,6 +99,28 @@ describe('gate on real verifiers', () => {
     expect(hedge?.rewarded_under.length).toBeGreaterThanOrEqual(2);
   });
 
+  it("scores a completion under another gold with the row's info as that gold's: aliases of the true gold pay nothing there", async () => {
+    const row = (answer: string, aliases: string[]) => ({ answer, prompt: `Name it: ${answer.length} letters`, info: { aliases } });
+    const dataset = [
+      row('New York', ['New York', 'NYC', 'New York City']),
+      row('William Shakespeare', ['William Shakespeare', 'Shakespeare', 'The Bard']),
+      row('The Beatles', ['The Beatles', 'Beatles']),
+      row('The Hague', ['The Hague', 'Den Haag']),
+    ];
+    const spec = 'test/fixtures/invariance/aliases.py';
+    const exact = await gate({ ...base, reward: `${spec}:reward`, dataset });
+    expect(exact.decision).toBe('PASS');
+    expect(exact.record.findings_total).toBe(0);
+    const contains = await gate({ ...base, reward: `${spec}:reward_contains`, dataset });
+    expect(contains.decision).toBe('REJECT');
+  });
+
+  it('counts a numeric alternate within 1e-5 of the gold as the gold: a tolerance finer than any near miss the corpus writes is sound', async () => {
+    const result = await gate({ ...base, reward: 'test/panel/relative_tolerance.py:reward', answer: '299792458' });
+    expect(result.decision).toBe('PASS');
+    expect(result.record.findings_total).toBe(0);
+  });
+
   it("attacks a multiple-choice grader with the question's option texts, and passes one that grades the letter alone", async () => {
     const question = (options: string[]) => `Pick one.\n${options.map((text, index) => `${'ABCD'[index]}) ${text}`).join('\n')}`;
     const dataset = [

@@ -3,7 +3,7 @@ import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
 import type { Candidate } from '../src/audit/expand-candidates.js';
 import { screen, settle } from '../src/audit/judge.js';
-import { alternateGolds, sameValue, unstatedAlternate } from '../src/audit/invariance.js';
+import { alternateGolds, infoUnder, sameValue, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/runtime/python-session.js';
 import { hackRateInterval } from '../src/audit/score.js';
@@ -209,6 +209,14 @@ describe('alternate golds', () => {
     // A subset of a list gold is another answer.
     const set = { gold: 'a, b, c', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
     expect(alternateGolds('\\boxed{a, b, c, d}', set, 'boxed')).toEqual(['a', 'd', 'b', 'c', 'Lima']);
+  });
+
+  it('never tries a number within 1e-5 of the gold, and gives the row\'s info to another gold as that gold\'s', () => {
+    const big = { gold: '299792458', type: 'numeric' as const, choices: [], wrong: [], fresh: '5' };
+    expect(alternateGolds('\\boxed{299792459} \\boxed{299700000}', big)).toEqual(['299700000', '5']);
+    const info = { aliases: ['New York', 'NYC'], source: 'trivia', answer: { value: 'new york', normalized: ['new york', 'nyc'] } };
+    expect(infoUnder(info, 'New York', 'Tunis', 'string')).toEqual({ aliases: ['Tunis'], source: 'trivia', answer: { value: 'Tunis', normalized: ['Tunis'] } });
+    expect(infoUnder({ numbers: [3, 42] }, '42', '17', 'numeric')).toEqual({ numbers: [3, 42] });
   });
 
   it('compares values, not spellings', () => {

@@ -1,4 +1,4 @@
-import { alternateGolds, unstatedAlternate, type AlternateContext } from './invariance.js';
+import { alternateGolds, infoUnder, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
@@ -48,8 +48,8 @@ export interface AuditState {
   phases: Record<string, number>;
 }
 
-function requestFor(plan: GoldPlan, completion: string, answer = plan.row.answer): EvalRequest {
-  return { completion, answer, prompt: plan.row.prompt, info: plan.row.info };
+function requestFor(plan: GoldPlan, completion: string, answer = plan.row.answer, info = plan.row.info): EvalRequest {
+  return { completion, answer, prompt: plan.row.prompt, info };
 }
 
 /** What one row found, held until it is committed in row order. */
@@ -130,8 +130,18 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     pending.push({ index, answers: alternateGolds(candidate.completion, alternateContext, candidate.format) });
   });
   judgeMs += performance.now() - judging;
+  // Under another gold the row's info is that gold's too (see infoUnder); one object per gold.
+  const infos = new Map<string, Record<string, unknown>>();
+  const infoOf = (answer: string): Record<string, unknown> => {
+    if (Object.keys(plan.row.info).length === 0) return plan.row.info;
+    const known = infos.get(answer);
+    if (known !== undefined) return known;
+    const info = infoUnder(plan.row.info, plan.row.answer, answer, plan.context.type);
+    infos.set(answer, info);
+    return info;
+  };
   const alternateResults = await evaluator.evaluate(
-    pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer))),
+    pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer, infoOf(answer)))),
     { key: `row ${row} invariance`, phase: 'invariance' },
   );
   judging = performance.now();

@@ -44,6 +44,15 @@ export function sameValue(a: string, b: string, type: AnswerType): boolean {
   }
 }
 
+/**
+ * Numeric alternates nearer the gold than this share of it are not another
+ * answer. The finest near miss the corpus writes is 1e-4 relative
+ * (tolerance-scale/rel-1e-4), so a grader whose tolerance is finer than that
+ * is sound; a tenth of it keeps that near miss itself a different answer,
+ * while `299792459` for `299792458` (3e-9) is the same.
+ */
+const NUMERIC_SAME_SHARE = 1e-5;
+
 /** What separates the elements of a list answer. */
 const LIST_SEPARATOR = /[,;|\n]/;
 
@@ -107,6 +116,7 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   const push = (value: string): void => {
     if (value.trim() === '' || sameValue(value, ctx.gold, ctx.type) || out.some((seen) => sameValue(seen, value, ctx.type))) return;
     if (pieces.some((piece) => sameValue(piece, value, ctx.type))) return;
+    if (ctx.type === 'numeric' && nearGold(value, ctx.gold)) return;
     out.push(value);
   };
   if (ctx.type === 'choice') {
@@ -138,6 +148,33 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   if (ctx.freshTwin !== undefined) push(ctx.freshTwin);
   if (ctx.fresh !== null) push(ctx.fresh);
   return out;
+}
+
+/** A numeric value within NUMERIC_SAME_SHARE of a non-zero gold. */
+function nearGold(value: string, gold: string): boolean {
+  const x = Number(value.replace(/[,_\s]/g, ''));
+  const g = Number(gold.trim().replace(/[,_\s]/g, ''));
+  return Number.isFinite(x) && Number.isFinite(g) && g !== 0 && Math.abs(x - g) < NUMERIC_SAME_SHARE * Math.abs(g);
+}
+
+/**
+ * The row's info as it would be under another gold. A string that is the
+ * gold becomes the alternate, and a list holding the gold (`"aliases":
+ * ["New York", "NYC"]`) becomes the alternate alone: the gold's aliases are
+ * no aliases of another answer, and a grader that reads them would pay the
+ * true gold under every alternate. Everything else stays as it is.
+ */
+export function infoUnder(info: Readonly<Record<string, unknown>>, gold: string, alternate: string, type: AnswerType): Record<string, unknown> {
+  const isGold = (value: unknown): boolean => typeof value === 'string' && sameValue(value, gold, type);
+  const swap = (value: unknown, depth: number): unknown => {
+    if (isGold(value)) return alternate;
+    if (Array.isArray(value)) return value.some(isGold) ? [alternate] : value;
+    if (depth > 0 && value !== null && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, swap(inner, depth - 1)]));
+    }
+    return value;
+  };
+  return swap(info, 3) as Record<string, unknown>;
 }
 
 /**
