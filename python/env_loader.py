@@ -71,6 +71,24 @@ def _module_for(spec):
     return name.replace("-", "_").lower(), None
 
 
+def _same_gold(value, gold):
+    return isinstance(value, str) and " ".join(value.split()).casefold() == " ".join(str(gold).split()).casefold()
+
+
+def _under_gold(value, gold, alternate, depth=3):
+    """A row's field as it would be under another gold, as the gate gives a
+    row's info to an alternate gold: a string that is the gold becomes the
+    alternate, and a list holding it (aliases) the alternate alone, since the
+    true gold's aliases would pay it under every gold. Anything else stays."""
+    if _same_gold(value, gold):
+        return alternate
+    if isinstance(value, (list, tuple)):
+        return [alternate] if any(_same_gold(item, gold) for item in value) else value
+    if depth > 0 and isinstance(value, dict):
+        return {key: _under_gold(inner, gold, alternate, depth - 1) for key, inner in value.items()}
+    return value
+
+
 def _modules_hint(directory):
     """The modules a package directory does hold: the module name is read from
     pyproject.toml's [project] name, which may not be the module's own."""
@@ -216,7 +234,14 @@ class V1Env(object):
         vf = self.vf
         task = self.tasks[row]
         if self.answer_field is not None:
-            task = task.with_data(**{self.answer_field: _coerce(answer, getattr(task.data, self.answer_field))})
+            gold = getattr(task.data, self.answer_field)
+            update = {self.answer_field: _coerce(answer, gold)}
+            if gold is not None and not _same_gold(str(answer), gold):
+                for name, value in vars(task.data).items():
+                    swapped = _under_gold(value, gold, answer)
+                    if name != self.answer_field and swapped is not value:
+                        update[name] = swapped
+            task = task.with_data(**update)
         trace = vf.Trace(
             task=vf.TraceTask(type=type(task).__name__, data=task.data),
             verifiers=self.version_info,
@@ -300,7 +325,10 @@ class V0Env(object):
         vf = self.vf
         data = dict(self.dataset[row])
         if self.answer_field is not None:
-            data[self.answer_field] = _coerce(answer, data.get(self.answer_field))
+            gold = data.get(self.answer_field)
+            if gold is not None and not _same_gold(str(answer), gold):
+                data = {key: value if key == self.answer_field else _under_gold(value, gold, answer) for key, value in data.items()}
+            data[self.answer_field] = _coerce(answer, gold)
         try:
             from verifiers.types import AssistantMessage
 

@@ -287,6 +287,15 @@ describe('bad input', () => {
   });
 });
 
+describe('alternate golds through an environment', () => {
+  it("gives an alternate gold the row's own aliases: a sound alias reward of a classic environment passes", async () => {
+    const result = await auditEnv({ env: path.join(ENVS, 'v0-aliases'), python: V0(), rows: 4, workers: WORKERS });
+    expect(result.exitCode).toBe(0);
+    expect(check(result.record, 'reward_design').status).toBe('PASS');
+    expect(result.record.total?.findings_total).toBe(0);
+  });
+});
+
 describe('the checks as pure functions', () => {
   it('dataset health: clean rows pass; near-duplicates, skew and leaks are named', () => {
     expect(checkDatasetHealth([{ prompt: 'What is 1 + 1?', answer: '2' }, { prompt: 'What is 2 + 5?', answer: '7' }]).status).toBe('PASS');
