@@ -13,6 +13,11 @@ import type { AnswerType } from '../types.js';
 /** Stated values tried per rewarded candidate, besides the fresh value. */
 export const MAX_STATED_ALTERNATES = 5;
 
+/** A numeric answer's value, digit grouping aside (`1,000`, `1_000`); NaN when it is none. */
+function numberOf(text: string): number {
+  return Number(text.trim().replace(/[,_\s]/g, ''));
+}
+
 /** The value a string answer stands for: case, spacing, punctuation and articles aside. */
 function normalString(text: string): string {
   return text
@@ -32,8 +37,8 @@ export function sameValue(a: string, b: string, type: AnswerType): boolean {
   if (x === y) return true;
   switch (type) {
     case 'numeric': {
-      const nx = Number(x.replace(/[,_\s]/g, ''));
-      const ny = Number(y.replace(/[,_\s]/g, ''));
+      const nx = numberOf(x);
+      const ny = numberOf(y);
       return Number.isFinite(nx) && Number.isFinite(ny) && nx === ny;
     }
     case 'string':
@@ -112,7 +117,8 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   // not another answer: `12` of `$12.00`, `200` of `200 g` are the gold's own
   // value to a grader that reads units or currency. The elements of a list
   // (`a, b, c`) are other answers, a subset among them, and stay.
-  const pieces = ctx.type === 'string' && !LIST_SEPARATOR.test(ctx.gold) ? statedValues(ctx.gold, 'string', ctx.choices) : [];
+  const goldWords = ctx.type === 'string' ? statedValues(ctx.gold, 'string', ctx.choices) : [];
+  const pieces = LIST_SEPARATOR.test(ctx.gold) ? [] : goldWords;
   const push = (value: string): void => {
     if (value.trim() === '' || sameValue(value, ctx.gold, ctx.type) || out.some((seen) => sameValue(seen, value, ctx.type))) return;
     if (pieces.some((piece) => sameValue(piece, value, ctx.type))) return;
@@ -132,7 +138,7 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   // tested as the answer it is. A slot holding more (a hedge on one line) is
   // tested through the values it states.
   const committed = ctx.type === 'string' && format !== null ? slotValue(format, completion) : undefined;
-  if (committed !== undefined && statedValues(committed, 'string', ctx.choices).length === statedValues(ctx.gold, 'string', ctx.choices).length) push(committed);
+  if (committed !== undefined && statedValues(committed, 'string', ctx.choices).length === goldWords.length) push(committed);
   const stated = statedValues(completion, ctx.type, ctx.choices);
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
   // The twin is a value of several words (`x=8, y=2`): stated when the completion holds it whole.
@@ -152,8 +158,8 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
 
 /** A numeric value within NUMERIC_SAME_SHARE of a non-zero gold. */
 function nearGold(value: string, gold: string): boolean {
-  const x = Number(value.replace(/[,_\s]/g, ''));
-  const g = Number(gold.trim().replace(/[,_\s]/g, ''));
+  const x = numberOf(value);
+  const g = numberOf(gold);
   return Number.isFinite(x) && Number.isFinite(g) && g !== 0 && Math.abs(x - g) < NUMERIC_SAME_SHARE * Math.abs(g);
 }
 
