@@ -458,14 +458,34 @@ def _limit_memory(megabytes):
         pass
 
 
+# The result goes back on this descriptor, a pipe gatekept reads: never a
+# file in a directory the environment's code could write (a FIFO there would
+# block the reader, a link would point it at a host file).
+RESULT_FD = 4
+
+
+def _close_inherited():
+    """Descriptors the caller's shell left open reach every child: only the
+    standard streams and the result pipe stay before the environment's code
+    runs."""
+    try:
+        os.closerange(0 + 3, RESULT_FD)
+        os.closerange(RESULT_FD + 1, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        pass
+
+
 def main(argv):
-    if len(argv) not in (3, 4) or argv[0] != "inspect":
-        sys.stderr.write("usage: env_loader.py inspect SPEC OUT.json [MEMORY_MB]\n")
+    if len(argv) not in (2, 3) or argv[0] != "inspect":
+        sys.stderr.write("usage: env_loader.py inspect SPEC [MEMORY_MB]  (result on fd 4)\n")
         return 2
-    _limit_memory(int(argv[3]) if len(argv) == 4 else 0)
+    _close_inherited()
+    result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
+    os.close(RESULT_FD)
+    _limit_memory(int(argv[2]) if len(argv) == 3 else 0)
     result = inspect_env(argv[1])
-    with open(argv[2], "w", encoding="utf-8") as handle:
-        json.dump(result, handle, default=str)
+    result_pipe.write(json.dumps(result, default=str) + "\n")
+    result_pipe.close()
     return 0
 
 

@@ -551,14 +551,19 @@ def _resolve(path, dir_fd=None):
 
 
 def _writable_path(path, dir_fd=None):
-    """Inside the workdir (never the workdir itself), or a harmless device."""
+    """Inside a writable directory, or a harmless device. The directory itself
+    counts: a directory opens for writing only with O_TMPFILE, an unnamed file
+    inside it (tempfile.TemporaryFile)."""
     try:
         if _fsdecode(_fspath(path)) in _WRITABLE_DEVICES:
             return True
     except BaseException:
         return False
     full = _resolve(path, dir_fd)
-    return full is not None and any(full.startswith(prefix) for prefix in S.writable_prefixes)
+    if full is None:
+        return False
+    inside = full + os.sep
+    return any(full.startswith(prefix) or inside == prefix for prefix in S.writable_prefixes)
 
 
 def _describe_path(path, dir_fd=None):
@@ -1630,9 +1635,48 @@ def _is_zombie(pid):
     return text[text.rfind(b")") + 2 : text.rfind(b")") + 3] in (b"Z", b"X")
 
 
+# How many entries of the worker's home the supervisor lists after a batch,
+# and how many of the new ones it names.
+HOME_ENTRIES_CHECKED = 10000
+HOME_ENTRIES_NAMED = 20
+
+
+def _list_home(root):
+    """Paths under root, relative to it, at most HOME_ENTRIES_CHECKED; links
+    are listed, never followed."""
+    found = set()
+    stack = [""]
+    while stack and len(found) < HOME_ENTRIES_CHECKED:
+        relative = stack.pop()
+        try:
+            entries = os.scandir(_path_join(root, relative) if relative else root)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                name = relative + "/" + entry.name if relative else entry.name
+                found.add(name)
+                if len(found) >= HOME_ENTRIES_CHECKED:
+                    break
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(name)
+                except OSError:
+                    pass
+    return found
+
+
 class _Supervisor(object):
-    def __init__(self, worker, to_worker, from_worker, isolated, region):
+    def __init__(self, worker, to_worker, from_worker, isolated, region, home):
         self.worker = worker
+        # The worker's home, compared after every batch with what the import
+        # left there. The supervisor runs no verifier code, so a verifier
+        # cannot hide its writes from this look by patching the interpreter
+        # it runs in; and in the sandbox the home is a file system of the
+        # sandbox's own, so gatekept itself never lists or removes a path the
+        # verifier could have planted a link in.
+        self.home = home
+        self.home_baseline = None
         self.region = region
         # Eval replies passed on to gatekept (the ready message not counted).
         self.passed = 0
@@ -1733,6 +1777,8 @@ class _Supervisor(object):
             self.first_reply = False
             # The worker's first reply is its ready message, an object.
             end = block.find(b"\n") + 1
+            if self.home is not None:
+                self.home_baseline = _list_home(self.home)
             _send_supervised(block[:end])
             self.outstanding -= 1
             block = block[end:]
@@ -1747,12 +1793,45 @@ class _Supervisor(object):
             _real_exit(3)
         self.outstanding -= lines
         self.passed += lines
-        if self.outstanding <= 0 and not self.outbox and self.sweep():
+        if self.outstanding <= 0 and not self.outbox:
             # The worker has answered everything and waits, so nothing of the
             # verifier's may run. Said before the replies it goes with, so
             # gatekept pins it on this batch.
-            _send_supervised(_encode_reply({"op": "strays"}))
+            if self.sweep():
+                _send_supervised(_encode_reply({"op": "strays"}))
+            created = self.check_home()
+            if created is not None:
+                _send_supervised(_encode_reply(created))
         _send_supervised(block)
+
+    def check_home(self):
+        """What the calls left in the home, removed and named (None if nothing)."""
+        if self.home_baseline is None:
+            return None
+        current = _list_home(self.home)
+        added = current - self.home_baseline
+        unchecked = len(current) >= HOME_ENTRIES_CHECKED
+        if not added and not unchecked:
+            return None
+        # A new directory is removed with everything in it, and named once.
+        planted = sorted(name for name in added if not any(name.startswith(other + "/") for other in added))
+        for name in planted:
+            full = _path_join(self.home, name)
+            try:
+                if stat.S_ISDIR(_lstat(full).st_mode):
+                    # shutil's removal works by descriptor on Linux: a link
+                    # swapped in while it runs is removed, not followed.
+                    _rmtree(full, ignore_errors=True)
+                else:
+                    _unlink(full)
+            except OSError:
+                pass
+        return {
+            "op": "files",
+            "created": planted[:HOME_ENTRIES_NAMED],
+            "more": max(0, len(planted) - HOME_ENTRIES_NAMED),
+            "unchecked": unchecked,
+        }
 
     def drain_and_exit(self):
         """The worker is gone: pass on what it wrote before, then die like it."""
@@ -1829,7 +1908,18 @@ def _send_supervised(data):
         _real_exit(0)
 
 
+def _close_inherited():
+    """Descriptors the caller's shell left open (`exec 200<secret`) pass
+    through Node and bubblewrap: only the standard streams and the two
+    protocol pipes stay before any verifier code is imported."""
+    try:
+        os.closerange(REPLY_FD + 1, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        pass
+
+
 def main():
+    _close_inherited()
     _die_with_parent()
     first_line, buffered = _read_first_line()
     try:
@@ -1862,7 +1952,8 @@ def main():
     os.close(to_worker_r)
     os.close(from_worker_w)
     _prctl(_PR_SET_DUMPABLE, 0)
-    supervisor = _Supervisor(worker, to_worker_w, from_worker_r, isolated, region)
+    home = init.get("workdir") if isinstance(init, dict) else None
+    supervisor = _Supervisor(worker, to_worker_w, from_worker_r, isolated, region, home if isinstance(home, str) else None)
     supervisor.outstanding += buffered.count(b"\n")
     supervisor.run(buffered)
 

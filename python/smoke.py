@@ -41,6 +41,12 @@ def _open_protocol():
     # The package must not write into the protocol: keep a private copy of
     # stdout for ourselves and point fd 1 (and sys.stdout) at stderr.
     global _protocol
+    # Descriptors the caller's shell left open reach every child: none but
+    # the standard streams stays before the package's code runs.
+    try:
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        pass
     fd = os.dup(1)
     _protocol = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
     sys.stdout.flush()

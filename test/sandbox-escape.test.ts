@@ -218,7 +218,7 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
         protocol,
         outputCapBytes: 64_000,
         minimumVersion: '3.10',
-        sandbox: { sandbox, layout: { home: path.join(dir, 'home'), tmp: path.join(dir, 'tmp'), scratch: dir, readable: [] } },
+        sandbox: { sandbox, layout: { scratch: dir, readable: [] } },
       });
       await proc.closed;
       expect(proc.exitInfo, proc.stderr.text()).toEqual({ code: 0, signal: null });
@@ -226,7 +226,7 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
       expect(output).not.toMatch(/seccomp/);
       // Filter mode, and socket(AF_UNIX) refused with EACCES.
       expect(output).toMatch(/, '2', 13\)$/m);
-      expect((await readdir(dir)).sort()).toEqual(['app', 'home', 'init-cmdline', 'seccomp.bpf', 'tmp']);
+      expect((await readdir(dir)).sort()).toEqual(['app', 'group', 'home', 'init-cmdline', 'passwd', 'seccomp.bpf', 'tmp']);
     }
   });
 });

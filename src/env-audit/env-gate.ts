@@ -55,7 +55,9 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
       policy: options.policy,
       python: options.python,
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-      pythonpath: options.pythonpath,
+      // The environment's own directory is bound into the sandbox, which
+      // sees nothing of the host it is not given.
+      pythonpath: [...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
       completionFormat: 'string',
       ...(options.workers !== undefined ? { workers: options.workers } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),

@@ -1,4 +1,5 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import path from 'node:path';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
@@ -76,7 +77,6 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
   try {
     // Loading the environment runs its code (rewards included): in the
     // sandbox when there is one, writing only its own home and temp directory.
-    const out = path.join(home, 'home', 'inspected.json');
     const inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home: path.join(home, 'home'), tmp: path.join(home, 'tmp') };
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
@@ -95,16 +95,16 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     };
     const child = await PythonProcess.start({
       python: isolated ? runtime.executable : options.python,
-      args: [ENV_LOADER_PATH, 'inspect', options.spec, isolated ? path.join(SANDBOX_HOME, 'inspected.json') : out, String(options.memoryMb)],
+      args: [ENV_LOADER_PATH, 'inspect', options.spec, String(options.memoryMb)],
       cwd: isolated ? home : inside.home,
       env,
+      // The result comes back on the reply pipe (fd 4), never through a file.
+      protocol: true,
       ...(isolated
         ? {
             sandbox: {
               sandbox,
               layout: {
-                home: path.join(home, 'home'),
-                tmp: path.join(home, 'tmp'),
                 scratch: home,
                 readable: [...runtime.paths, ...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
               },
@@ -114,6 +114,8 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       outputCapBytes: 64_000,
       minimumVersion: '3.11',
     });
+    child.requests?.end();
+    const reply = readResultLine(child.replies);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -124,20 +126,68 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     if (timedOut) {
       return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
     }
-    let text: string;
-    try {
-      text = await readFile(out, 'utf8');
-    } catch {
-      throw new GatekeptError('HARNESS_FAILED', `the environment loader exited with ${String(code)} and wrote no result`, {
+    // A process the environment left holding the pipe must not keep us
+    // waiting: what the loader wrote before it exited is in the pipe already.
+    const text = await Promise.race([reply.line, new Promise<null>((resolve) => setTimeout(() => resolve(null), RESULT_DRAIN_MS))]);
+    reply.stop();
+    if (text === null) {
+      throw new GatekeptError('HARNESS_FAILED', `the environment loader exited with ${String(code)} and sent no result`, {
         details: child.stderrTail(8),
         suggestion: 'check that --python is Python 3.11 or newer with verifiers installed',
       });
     }
-    const parsed = inspectedSchema.safeParse(JSON.parse(text));
-    if (!parsed.success) throw new GatekeptError('HARNESS_PROTOCOL', `the environment loader wrote an unexpected result: ${parsed.error.message}`);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new GatekeptError('HARNESS_PROTOCOL', 'the environment loader sent a result that is not JSON');
+    }
+    const parsed = inspectedSchema.safeParse(value);
+    if (!parsed.success) throw new GatekeptError('HARNESS_PROTOCOL', `the environment loader sent an unexpected result: ${parsed.error.message}`);
     return parsed.data;
   } finally {
     await rm(home, { recursive: true, force: true });
     liveDirRegistry().delete(home);
   }
+}
+
+/** How long after the loader's exit its result may still be on its way through the pipe. */
+const RESULT_DRAIN_MS = 2_000;
+/** A description of rows and rewards; far more is not a result. */
+const RESULT_CAP_BYTES = 64 * 1024 * 1024;
+
+/** The first line on `stream`, read up to RESULT_CAP_BYTES; null if the stream ends or overflows first. */
+function readResultLine(stream: Readable | null): { line: Promise<string | null>; stop: () => void } {
+  if (!stream) return { line: Promise.resolve(null), stop: () => undefined };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let done: (value: string | null) => void = () => undefined;
+  const line = new Promise<string | null>((resolve) => {
+    done = resolve;
+  });
+  const onData = (chunk: Buffer): void => {
+    const cut = chunk.indexOf(0x0a);
+    if (cut >= 0) {
+      chunks.push(chunk.subarray(0, cut));
+      done(Buffer.concat(chunks).toString('utf8'));
+      stream.destroy();
+      return;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > RESULT_CAP_BYTES) {
+      done(null);
+      stream.destroy();
+    }
+  };
+  stream.on('data', onData);
+  stream.once('end', () => done(null));
+  stream.once('close', () => done(null));
+  return {
+    line,
+    stop: () => {
+      done(null);
+      stream.destroy();
+    },
+  };
 }

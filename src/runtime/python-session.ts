@@ -6,7 +6,7 @@
  * cannot interrupt itself and crashes are handled here by killing its process
  * group and starting a fresh worker.
  */
-import { readdirSync, rmSync, statSync, type Dirent } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -191,6 +191,8 @@ type WorkerReply =
   | { op: 'error'; message: string }
   /** The supervisor found processes still running while the worker was idle, and killed them. */
   | { op: 'strays' }
+  /** The supervisor found what the calls left in the worker's home, and removed it. */
+  | { op: 'files'; effects: EvalResult['sideEffects'] }
   /** The supervisor caught the worker writing what only the supervisor may write. */
   | { op: 'tampered'; message: string };
 
@@ -256,8 +258,25 @@ function readReply(line: string): WorkerReply {
   if (!line.startsWith('{"op":')) throw protocolError('unknown message', line);
   const message = value as { op?: unknown; message?: unknown } | null;
   if (message?.op === 'strays') return { op: 'strays' };
+  if (message?.op === 'files') return { op: 'files', effects: filesCreated(value, line) };
   if (message?.op === 'error' && isText(message.message)) return { op: 'tampered', message: message.message };
   throw protocolError('unknown message', line);
+}
+
+/** How many entries of a worker's home the supervisor lists after each batch (HOME_ENTRIES_CHECKED in harness.py). */
+const HOME_ENTRIES_CHECKED = 10_000;
+
+/** The side effects of the supervisor's look at the worker's home after a batch. */
+function filesCreated(value: unknown, line: string): EvalResult['sideEffects'] {
+  const { created, more, unchecked } = value as { created?: unknown; more?: unknown; unchecked?: unknown };
+  if (!Array.isArray(created) || !created.every(isText) || !Number.isInteger(more) || typeof unchecked !== 'boolean') {
+    throw protocolError('malformed files message', line);
+  }
+  return [
+    ...created.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` })),
+    ...((more as number) > 0 ? [{ kind: 'file_created' as const, detail: `${more as number} more new entries in the working directory` }] : []),
+    ...(unchecked ? [{ kind: 'file_created' as const, detail: `the working directory holds ${HOME_ENTRIES_CHECKED} entries or more, too many for gatekept to check after the calls` }] : []),
+  ];
 }
 
 /** Side effect attached when the supervisor had to kill what the verifier left running. */
@@ -1026,8 +1045,6 @@ class PythonSession implements VerifierSession {
   private pendingBatches = 0;
   private preparedFor: Worker | null = null;
   private readonly launchSpec: WorkerLaunch;
-  /** What the verifier's import left in its home: its own setup, not a call's side effect. */
-  private homeBaseline = new Set<string>();
   /** The worker's home and temp directory as it sees them. */
   private readonly inside: { home: string; tmp: string };
 
@@ -1042,7 +1059,7 @@ class PythonSession implements VerifierSession {
     const tmp = path.join(workdir, 'tmp');
     const isolated = sandbox.kind === 'bwrap';
     this.inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home, tmp };
-    const layout: SandboxLayout = { home, tmp, scratch: workdir, readable };
+    const layout: SandboxLayout = { scratch: workdir, readable };
     this.launchSpec = {
       harness,
       cwd: isolated ? workdir : home,
@@ -1059,42 +1076,6 @@ class PythonSession implements VerifierSession {
     const { worker, info } = await this.launch();
     this.worker = worker;
     this.info = info;
-    this.homeBaseline = new Set(listTree(path.join(this.workdir, 'home')));
-  }
-
-  /**
-   * The harness removes and reports what each call creates in its home, as
-   * far as the audit hook in the verifier's interpreter sees it. gatekept
-   * does not rely on that: after every batch it compares the whole home,
-   * sub-directories included, with what the import left there, and reports
-   * and removes whatever is new (files made by C code, through a dir_fd,
-   * hard links, FIFOs and device nodes alike).
-   */
-  private async checkWorkdir(results: EvalResult[]): Promise<void> {
-    const home = path.join(this.workdir, 'home');
-    const paths = listTree(home);
-    const added = paths.filter((entry) => !this.homeBaseline.has(entry));
-    // A new directory is removed with everything in it, and reported once.
-    const planted = added.filter((entry) => !added.some((other) => entry.startsWith(`${other}/`))).sort();
-    // A home too large to list could hide a new file behind the limit: that
-    // is reported as one, so a verifier cannot bury its writes.
-    const unchecked = paths.length >= HOME_ENTRIES_CHECKED;
-    if (planted.length === 0 && !unchecked) return;
-    // The worker may be writing there again already (a batch sent ahead):
-    // what cannot be removed now is found and reported by the next check.
-    await Promise.all(planted.map((name) => rm(path.join(home, name), { recursive: true, force: true, maxRetries: 2 }).catch(() => undefined)));
-    let index = results.length - 1;
-    while (index > 0 && results[index]!.status === 'skipped') index -= 1;
-    const last = results[index];
-    if (!last) return;
-    results[index] = {
-      ...last,
-      sideEffects: [
-        ...last.sideEffects,
-        ...planted.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` })),
-        ...(unchecked ? [{ kind: 'file_created' as const, detail: `the working directory holds ${HOME_ENTRIES_CHECKED} entries or more, too many for gatekept to check after the calls` }] : []),
-      ],
-    };
   }
 
   evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
@@ -1206,7 +1187,6 @@ class PythonSession implements VerifierSession {
       }
       await this.restart();
     }
-    await this.checkWorkdir(results);
     return results;
   }
 
@@ -1238,8 +1218,6 @@ class PythonSession implements VerifierSession {
     try {
       const { worker } = await this.launch();
       this.worker = worker;
-      // The fresh worker's import set its home up again from empty.
-      this.homeBaseline = new Set(listTree(path.join(this.workdir, 'home')));
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new GatekeptError('HARNESS_FAILED', `restarting the verifier worker failed: ${reason}`, {
@@ -1249,8 +1227,14 @@ class PythonSession implements VerifierSession {
     }
   }
 
-  /** A fresh worker starts from an empty workdir, so runs stay comparable. */
+  /**
+   * A fresh worker starts from an empty workdir, so runs stay comparable. In
+   * the sandbox each worker has new file systems of its own, and nothing here
+   * is ever the verifier's to touch; without it, the verifier holds the
+   * user's own rights anyway.
+   */
   private async emptyWorkdir(): Promise<void> {
+    if (this.sandbox.kind === 'bwrap') return;
     for (const dir of ['home', 'tmp']) {
       const root = path.join(this.workdir, dir);
       const entries = await readdir(root).catch(() => [] as string[]);
@@ -1272,7 +1256,9 @@ class PythonSession implements VerifierSession {
         import_timeout_ms: options.importTimeoutMs,
         memory_mb: options.memoryMb,
         workdir: this.inside.home,
-        writable: [this.inside.home, this.inside.tmp],
+        // In the sandbox /dev/shm is a private scratch file system (joblib and
+        // multiprocessing write there): writing it is no side effect on the host.
+        writable: [this.inside.home, this.inside.tmp, ...(this.sandbox.kind === 'bwrap' ? ['/dev/shm'] : [])],
         isolated: this.sandbox.kind === 'bwrap',
       };
       worker.write(`${JSON.stringify(init)}\n`);
@@ -1360,6 +1346,7 @@ class PythonSession implements VerifierSession {
       let settled = false;
       let inFlightSince = performance.now();
       let strays = false;
+      let files: EvalResult['sideEffects'] = [];
 
       const settle = (action: () => void): void => {
         if (settled) return;
@@ -1394,6 +1381,11 @@ class PythonSession implements VerifierSession {
             } catch (error) {
               return fail(error);
             }
+            if (reply.op === 'files') {
+              // Said, like strays, just before the batch's last replies.
+              files = reply.effects;
+              continue;
+            }
             if (reply.op === 'strays') {
               // The supervisor looks once the worker is idle and says so just
               // before the batch's last replies: pinned on the next result.
@@ -1407,8 +1399,12 @@ class PythonSession implements VerifierSession {
             if (reply.id !== expectedId) {
               return fail(protocolError(`reply id ${reply.id} where ${expectedId} was expected`, line));
             }
-            results[next] = strays ? { ...reply.result, sideEffects: [...reply.result.sideEffects, STRAY_EFFECT] } : reply.result;
+            results[next] =
+              strays || files.length > 0
+                ? { ...reply.result, sideEffects: [...reply.result.sideEffects, ...(strays ? [STRAY_EFFECT] : []), ...files] }
+                : reply.result;
             strays = false;
+            files = [];
             next += 1;
             if (stopOnTimeout && reply.result.status === 'timeout' && next < total) {
               const index = next - 1;
@@ -1449,35 +1445,6 @@ class PythonSession implements VerifierSession {
   }
 }
 
-/** Paths under `root`, relative to it, depth first; symbolic links are listed, not followed. */
-/** How many entries of a worker's home gatekept lists after each batch. */
-const HOME_ENTRIES_CHECKED = 10_000;
-
-/**
- * The entries under `root`, depth first, at most `limit`. Synchronous: after
- * every batch this is a single read of an empty directory, far cheaper than
- * a round trip through the thread pool; a home filled with thousands of
- * entries blocks for a few milliseconds, and is reported anyway.
- */
-function listTree(root: string, limit = HOME_ENTRIES_CHECKED): string[] {
-  const found: string[] = [];
-  const walk = (relative: string): void => {
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(path.join(root, relative), { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const entry of entries) {
-      if (found.length >= limit) return;
-      const name = relative ? `${relative}/${entry.name}` : entry.name;
-      found.push(name);
-      if (entry.isDirectory()) walk(name);
-    }
-  };
-  walk('');
-  return found;
-}
 
 export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
   const normalised = normaliseOptions(options);

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
-import os from 'node:os';
+import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
@@ -45,6 +44,15 @@ export const SANDBOX_TMP = '/tmp';
  * privilege outside, so it cannot raise its resource limits.
  */
 const SANDBOX_UID = 1000;
+/**
+ * Sizes of the sandbox's private scratch file systems. They live in memory
+ * and vanish with the sandbox, so a verifier cannot fill the host's disk nor
+ * leave anything behind for gatekept to clean up; the bound keeps a runaway
+ * writer from taking the host's memory instead.
+ */
+const HOME_TMPFS_BYTES = 1 << 30;
+const TMP_TMPFS_BYTES = 1 << 30;
+const SHM_TMPFS_BYTES = 1 << 30;
 
 export const NOT_ISOLATED_WARNING =
   "the verifier is NOT isolated: bubblewrap (bwrap) is not available, so it runs with your user's access to files and network, guarded only by an in-process audit hook; install bubblewrap, or pass --sandbox bwrap to require it";
@@ -185,16 +193,6 @@ export function sameSandbox(a: Sandbox, b: Sandbox): boolean {
   );
 }
 
-export function parseSandboxMode(value: string | undefined): SandboxMode {
-  const mode = value ?? 'auto';
-  if (!(SANDBOX_MODES as readonly string[]).includes(mode)) {
-    throw new GatekeptError('BAD_ARGUMENT', `--sandbox ${mode} is not a sandbox mode`, {
-      suggestion: `use one of ${SANDBOX_MODES.join(', ')}`,
-    });
-  }
-  return mode as SandboxMode;
-}
-
 function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
   return [
     // Root does not get a user namespace from --unshare-all alone.
@@ -205,11 +203,78 @@ function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
     '--gid', String(SANDBOX_UID),
     ...(withoutDisableUserns ? [] : ['--disable-userns']),
     '--die-with-parent',
+    // A session of its own: no controlling terminal to push input into (TIOCSTI).
+    '--new-session',
     '--hostname', 'localhost',
-    '--ro-bind', '/', '/',
+    ...systemArgs(),
     '--dev', '/dev',
     '--proc', '/proc',
   ];
+}
+
+/**
+ * The root starts empty (bubblewrap's own tmpfs) and only this is bound in,
+ * read-only: the system's programs and libraries, and the few files of /etc
+ * that the C library and Python read. Everything else of the host (homes,
+ * /run's service sockets, /var, /sys, /srv, /opt, /mnt, other users' files)
+ * does not exist inside, so nothing is hidden by a list that could miss an
+ * entry.
+ */
+function systemArgs(): string[] {
+  const args: string[] = ['--ro-bind', '/usr', '/usr'];
+  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
+    const entry = `/${name}`;
+    const info = lstatOrNull(entry);
+    if (!info) continue;
+    // Merged /usr: the top-level directories are links into it.
+    if (info.isSymbolicLink()) args.push('--symlink', readlinkSync(entry), entry);
+    else if (info.isDirectory()) args.push('--ro-bind', entry, entry);
+  }
+  for (const name of ETC_ENTRIES) {
+    const entry = path.join('/etc', name);
+    // Bound by its real path (/etc/localtime links into /usr/share/zoneinfo):
+    // the link itself would dangle in a root without its target's directory.
+    if (existsSync(entry)) args.push('--ro-bind', entry, entry);
+  }
+  return args;
+}
+
+/**
+ * What of /etc an ordinary Python program reads: the dynamic loader's cache,
+ * name-service and host files, time zone, MIME types, the system's identity,
+ * the CA certificates (public; /etc/ssl/private is not among them), and the
+ * alternatives that some of /usr/bin links through. passwd and group are
+ * written for the sandbox's own user instead of the host's accounts.
+ */
+const ETC_ENTRIES = [
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
+  'nsswitch.conf',
+  'host.conf',
+  'hosts',
+  'gai.conf',
+  'protocols',
+  'services',
+  'localtime',
+  'timezone',
+  'mime.types',
+  'os-release',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki/tls/certs',
+  'pki/ca-trust',
+];
+
+function lstatOrNull(entry: string): Stats | null {
+  try {
+    return lstatSync(entry);
+  } catch {
+    return null;
+  }
 }
 
 /** Existing, symlink-free form of a path, or null. */
@@ -227,81 +292,47 @@ function isUnder(child: string, parent: string): boolean {
 }
 
 export interface SandboxLayout {
-  /** Host directory mounted read-write as the sandbox's home and working directory. */
-  home: string;
-  /** Host directory mounted read-write as the sandbox's /tmp. */
-  tmp: string;
-  /** Host directory for gatekept's own files about the sandbox; never mounted. */
+  /** Host directory for gatekept's own files about the sandbox; never mounted writable, nor reachable from inside. */
   scratch: string;
-  /** Host paths the process needs to read that may lie under a hidden directory. */
+  /**
+   * Host paths the process must read (the interpreter and its environment,
+   * the verifier's files, directories the user names), bound read-only at
+   * their own paths: the sandbox sees nothing else of the host.
+   */
   readable: readonly string[];
   /** Keep the host network (smoke's loopback server); everything else stays isolated. */
   shareNet?: boolean;
 }
 
-/** Directories that hold other people's secrets: homes, /run (service sockets, container secrets). */
-function hiddenRoots(): string[] {
-  const roots = ['/home', '/root', '/run', os.homedir()];
-  return [...new Set(roots.map((root) => real(root)).filter((root): root is string => root !== null && root !== '/'))];
-}
+/** Paths bound by systemArgs already. */
+const SYSTEM_ROOTS = ['/usr'];
 
 /**
- * Files readable only by their owner, which the sandbox's user is when
- * gatekept runs as root (its uid maps to the real one): password hashes,
- * sudo rules, SSH host keys, TLS private keys. Covered with /dev/null or an
- * empty directory where they exist.
+ * bubblewrap arguments that cover `entry`: an empty tmpfs over a directory,
+ * an empty file over anything else (a device node would not open: the
+ * sandbox's mounts carry nodev).
  */
-const OWNER_ONLY_SECRETS = ['/etc/shadow', '/etc/shadow-', '/etc/gshadow', '/etc/gshadow-', '/etc/sudoers', '/etc/sudoers.d', '/etc/ssh', '/etc/ssl/private'];
-
-/**
- * bubblewrap arguments that hide `entry`: an empty tmpfs over a directory,
- * /dev/null over anything else (over a regular file only, with `filesOnly`);
- * none for what does not exist.
- */
-function coverArgs(entry: string, filesOnly: boolean): string[] {
-  let info: Stats;
-  try {
-    info = lstatSync(entry);
-  } catch {
-    return [];
-  }
-  if (info.isDirectory()) return ['--tmpfs', entry];
-  return !filesOnly || info.isFile() ? ['--ro-bind', '/dev/null', entry] : [];
-}
-
-function maskSecrets(): string[] {
-  const masks: string[] = [];
-  for (const entry of OWNER_ONLY_SECRETS) {
-    // The mount lands where a symlink points, so mask the real path.
-    const target = real(entry);
-    if (target && target !== '/') masks.push(...coverArgs(target, false));
-  }
-  return masks;
+function coverArgs(entry: string, empty: string): string[] {
+  const info = lstatOrNull(entry);
+  if (!info) return [];
+  return info.isDirectory() ? ['--tmpfs', entry] : ['--ro-bind', empty, entry];
 }
 
 /**
  * Our Python scripts appear inside as an ordinary application's files
  * (`/srv/app/main.py` for the harness), so the worker's command line and
- * `__file__` do not say they belong to an audit.
+ * `__file__` do not say they belong to an audit. They are bound from copies
+ * in the run's own directory: the sandbox's mount table names where each
+ * bind comes from, and the package's path may say gatekept.
  */
 function neutralScripts(command: readonly string[], scratch: string): { args: string[]; renamed: Map<string, string> } {
-  const base = ['/srv', '/mnt', '/opt'].find((dir) => {
-    try {
-      return lstatSync(dir).isDirectory();
-    } catch {
-      return false;
-    }
-  });
   const renamed = new Map<string, string>();
   const source = path.join(PACKAGE_ROOT, 'python');
-  // Scripts compiled ahead (see runtime-cache.ts) sit in the user's cache,
-  // which the sandbox hides: they come in beside the sources.
+  // Scripts compiled ahead (see runtime-cache.ts) sit in the user's cache:
+  // they come in beside the sources.
   const compiled = [...new Set(command.filter((arg) => arg.endsWith('.pyc')).map((arg) => path.dirname(arg)))];
-  if (!base) return { args: [source, ...compiled].flatMap((dir) => ['--ro-bind', dir, dir]), renamed };
-  const app = path.join(base, 'app');
-  const args = ['--tmpfs', base];
-  // Bound from copies in the run's own directory: the sandbox's mount table
-  // names where each bind comes from, and the package's path may say gatekept.
+  const app = '/srv/app';
+  const args: string[] = [];
   const copies = path.join(scratch, 'app');
   mkdirSync(copies, { recursive: true, mode: 0o700 });
   const bind = (dir: string, name: string, suffix: string): void => {
@@ -322,33 +353,56 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
   return { args, renamed };
 }
 
-/** A home directory: a hidden root (`/root`, ours) or one of `/home`'s children (someone's, when we run as root). */
-function isHome(entry: string, hidden: readonly string[]): boolean {
-  return hidden.includes(entry) || path.dirname(entry) === real('/home');
+/**
+ * The read-only binds of the paths a process must read, and the covers over
+ * what inside them is nobody's business. Each directory bound is searched
+ * for dot-entries (`.env`, `.npmrc`, `.aws`, `.netrc`, `.git`...), which are
+ * covered; a dot-entry that is a link is covered where it points, when that
+ * is inside what is bound (elsewhere it dangles). A needed path under a cover
+ * (a venv in `~/.cache`) is bound again after the covers, alone: a later
+ * mount hides an earlier one, so the order matters.
+ */
+function readableArgs(readable: readonly string[], scratch: string): string[] {
+  const entries = [...new Set(readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null && entry !== '/'))]
+    .filter((entry) => !SYSTEM_ROOTS.some((root) => isUnder(entry, root)))
+    .sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
+  const roots = entries.filter((entry) => !entries.some((other) => other !== entry && isUnder(entry, other)));
+  const covers: string[] = [];
+  for (const root of roots) {
+    let names: string[];
+    try {
+      names = lstatSync(root).isDirectory() ? readdirSync(root) : [];
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      if (!name.startsWith('.')) continue;
+      const entry = path.join(root, name);
+      // A dot-directory that is itself what the process needs stays whole.
+      if (entries.includes(entry)) continue;
+      const target = lstatOrNull(entry)?.isSymbolicLink() ? real(entry) : entry;
+      if (target && roots.some((bound) => isUnder(target, bound)) && !covers.includes(target)) covers.push(target);
+    }
+  }
+  const args: string[] = [];
+  for (const root of roots) args.push('--ro-bind', root, root);
+  const empty = path.join(scratch, 'empty');
+  if (covers.length > 0) writeFileSync(empty, '');
+  for (const cover of covers) args.push(...coverArgs(cover, empty));
+  for (const entry of entries) {
+    if (roots.includes(entry)) continue;
+    if (covers.some((cover) => isUnder(entry, cover))) args.push('--ro-bind', entry, entry);
+  }
+  return args;
 }
 
-/**
- * bubblewrap arguments that cover the dot-entries of `dir`. A dot-directory
- * that holds a path that must stay readable (a venv in ~/.cache) is covered
- * all the same, unless that path is the directory itself: the caller binds
- * the needed paths back afterwards, on top of the cover (a later mount hides
- * an earlier one, so the order matters), and its other contents
- * (~/.cache/huggingface/token) stay hidden.
- */
-function maskDotEntries(dir: string, readable: readonly string[]): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  const masks: string[] = [];
-  for (const name of names) {
-    if (!name.startsWith('.')) continue;
-    const entry = path.join(dir, name);
-    if (!readable.includes(entry)) masks.push(...coverArgs(entry, true));
-  }
-  return masks;
+/** The sandbox's own accounts: its user and root, none of the host's. */
+function accountFiles(scratch: string): string[] {
+  const passwd = path.join(scratch, 'passwd');
+  const group = path.join(scratch, 'group');
+  writeFileSync(passwd, `root:x:0:0:root:/root:/bin/sh\nuser:x:${SANDBOX_UID}:${SANDBOX_UID}:user:${SANDBOX_HOME}:/bin/sh\n`);
+  writeFileSync(group, `root:x:0:\nuser:x:${SANDBOX_UID}:\n`);
+  return ['--ro-bind', passwd, '/etc/passwd', '--ro-bind', group, '/etc/group'];
 }
 
 /**
@@ -376,29 +430,21 @@ function writeSeccompFile(scratch: string): string | null {
   return file;
 }
 
-/** The bubblewrap command line that runs `command args` in the layout. */
+/**
+ * The bubblewrap command line that runs `command args` in the layout. The
+ * home, /tmp and /dev/shm are fresh file systems in memory that vanish with
+ * the sandbox: gatekept never lists, reads or removes anything the verifier
+ * could write, so a link or FIFO planted there cannot lead it anywhere.
+ */
 export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
   const argv = baseArgs(layout.shareNet ?? false, sandbox.withoutDisableUserns ?? false);
-  const hidden = hiddenRoots();
-  for (const root of hidden) argv.push('--tmpfs', root);
-  argv.push(...maskSecrets());
-  argv.push('--bind', layout.tmp, SANDBOX_TMP, '--bind', layout.home, SANDBOX_HOME);
-  // Put back, read-only, what the process must read (the interpreter, the
-  // verifier, its imports) where a hidden directory or the private /tmp
-  // covers it; shortest first, so nested binds stay visible.
-  const covered = [...hidden, SANDBOX_TMP, real(os.tmpdir()) ?? SANDBOX_TMP];
-  const readable = [...new Set(layout.readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null))]
-    .filter((entry) => covered.some((root) => isUnder(entry, root)))
-    .sort((a, b) => a.length - b.length);
-  for (const entry of readable) {
-    argv.push('--ro-bind', entry, entry);
-    // Run from a home directory, that whole home comes back; its dot-files
-    // and dot-directories (~/.aws, ~/.ssh, ~/.netrc, ~/.config...) stay
-    // hidden. What the interpreter needs inside one (a venv in ~/.cache) is
-    // a longer entry, so it is bound back after the cover, and alone.
-    if (isHome(entry, hidden)) argv.push(...maskDotEntries(entry, readable));
-  }
+  argv.push(...accountFiles(layout.scratch));
+  argv.push('--size', String(HOME_TMPFS_BYTES), '--tmpfs', SANDBOX_HOME);
+  argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);
+  // Writable shared memory, private to the sandbox (joblib and multiprocessing use it).
+  argv.push('--size', String(SHM_TMPFS_BYTES), '--tmpfs', '/dev/shm');
+  argv.push(...readableArgs(layout.readable, layout.scratch));
   // The parent's command line names the host's directories (and gatekept):
   // an ordinary init's is shown instead, under both names the kernel gives it.
   const cmdline = path.join(layout.scratch, 'init-cmdline');

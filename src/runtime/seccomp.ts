@@ -7,14 +7,21 @@ import os from 'node:os';
  * Why: the sandbox sees the host's filesystem read-only, and a read-only
  * mount does not stop connect() to a unix socket on it (a service listening
  * in /var/tmp, a database's socket). The network namespace only covers IP.
- * So the filter refuses to create AF_UNIX sockets at all, and to create the
- * one kind of unix socket pair that can still be pointed at a path later
- * (SOCK_DGRAM: connect() and sendto() re-address it). Stream and seqpacket
- * pairs stay allowed: they are born connected to each other and nothing
- * else (asyncio's self-pipe, multiprocessing's duplex pipes). io_uring is
+ * So the filter refuses to create AF_UNIX sockets at all, and every unix
+ * socket pair but a stream pair: a datagram pair can be re-addressed to a
+ * path by sendto(), and the kernel silently turns SOCK_RAW into SOCK_DGRAM,
+ * so only the one type that stays connected to its twin and nothing else
+ * passes (asyncio's self-pipe, multiprocessing's duplex pipes). io_uring is
  * refused as well, since its requests can open sockets without the socket
  * syscall. TCP and UDP sockets stay allowed: without --share-net there is no
  * network to reach, and smoke's loopback server needs them with it.
+ *
+ * It also refuses, as Flatpak's filter does, what no verifier needs and a
+ * sandboxed process could use against the host or its own supervisor: the
+ * kernel keyrings (not namespaced: the caller's session keyring would be
+ * readable), ptrace and reading other processes' memory, mounts and new
+ * namespaces, the kernel log, BPF, userfaultfd, perf events, kcmp and file
+ * handles that open by inode.
  *
  * Only for the architectures we know the syscall numbers of; elsewhere the
  * sandbox runs without the filter (the README says so).
@@ -25,19 +32,41 @@ interface Arch {
   audit: number;
   socket: number;
   socketpair: number;
+  /** Refused with EPERM. */
+  denied: readonly number[];
   /** x86_64 also accepts x32 syscalls, numbered with this bit set: refused, so they cannot dodge the checks. */
   x32Bit: number | null;
 }
 
 const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
-  x64: { audit: 0xc000003e, socket: 41, socketpair: 53, x32Bit: 0x40000000 },
-  arm64: { audit: 0xc00000b7, socket: 198, socketpair: 199, x32Bit: null },
+  x64: {
+    audit: 0xc000003e,
+    socket: 41,
+    socketpair: 53,
+    // ptrace, syslog, uselib, modify_ldt, pivot_root, chroot, acct, mount, umount2, quotactl,
+    // add_key, request_key, keyctl, unshare, perf_event_open, name_to_handle_at,
+    // open_by_handle_at, setns, process_vm_readv, process_vm_writev, kcmp, bpf, userfaultfd
+    denied: [101, 103, 134, 154, 155, 161, 163, 165, 166, 179, 248, 249, 250, 272, 298, 303, 304, 308, 310, 311, 312, 321, 323],
+    x32Bit: 0x40000000,
+  },
+  arm64: {
+    audit: 0xc00000b7,
+    socket: 198,
+    socketpair: 199,
+    // umount2, mount, pivot_root, chroot, quotactl, acct, unshare, syslog, ptrace, add_key,
+    // request_key, keyctl, perf_event_open, name_to_handle_at, open_by_handle_at, setns,
+    // process_vm_readv, process_vm_writev, kcmp, bpf, userfaultfd
+    denied: [39, 40, 41, 51, 60, 89, 97, 116, 117, 217, 218, 219, 241, 264, 265, 268, 270, 271, 272, 280, 282],
+    x32Bit: null,
+  },
 };
 
-/** Same number on every architecture with the unified syscall table. */
+/** Same numbers on every architecture with the unified syscall table. */
 const NR_IO_URING_SETUP = 425;
+/** The new mount API: open_tree, move_mount, fsopen, fsconfig, fsmount, fspick; and mount_setattr. */
+const NEW_MOUNT_API = [428, 429, 430, 431, 432, 433, 442];
 const AF_UNIX = 1;
-const SOCK_DGRAM = 2;
+const SOCK_STREAM = 1;
 /** socket(2)'s type carries SOCK_NONBLOCK and SOCK_CLOEXEC in its high bits. */
 const SOCK_TYPE_MASK = 0xf;
 const EPERM = 1;
@@ -86,15 +115,20 @@ function program(arch: Arch): Instruction[] {
     jeq(arch.socket, 'socket', null),
     jeq(arch.socketpair, 'socketpair', null),
     jeq(NR_IO_URING_SETUP, 'enosys', null),
+    ...NEW_MOUNT_API.map((nr) => jeq(nr, 'enosys', null)),
+    ...arch.denied.map((nr) => jeq(nr, 'eperm', null)),
     ret(SECCOMP_RET_ALLOW),
     // Classic BPF jumps forward only, hence an allow at the end of each check.
     load(offsetArg(0), 'socket'),
     jeq(AF_UNIX, 'eacces', null),
     ret(SECCOMP_RET_ALLOW),
-    load(offsetArg(1), 'socketpair'),
+    // A pair of another family (AF_INET pairs do not exist) is the kernel's to refuse.
+    load(offsetArg(0), 'socketpair'),
+    jeq(AF_UNIX, null, 'allow'),
+    load(offsetArg(1)),
     and(SOCK_TYPE_MASK),
-    jeq(SOCK_DGRAM, 'eacces', null),
-    ret(SECCOMP_RET_ALLOW),
+    jeq(SOCK_STREAM, 'allow', 'eacces'),
+    ret(SECCOMP_RET_ALLOW, 'allow'),
     ret(SECCOMP_RET_ERRNO | EACCES, 'eacces'),
     ret(SECCOMP_RET_ERRNO | EPERM, 'eperm'),
     // ENOSYS, so that libraries probing for io_uring fall back to ordinary I/O.

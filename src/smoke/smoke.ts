@@ -372,7 +372,7 @@ class Helper {
         ? {
             sandbox: {
               sandbox: place.sandbox,
-              layout: { home: path.join(place.workdir, 'home'), tmp: path.join(place.workdir, 'tmp'), scratch: place.workdir, readable: place.readable, shareNet: place.shareNet },
+              layout: { scratch: place.workdir, readable: place.readable, shareNet: place.shareNet },
             },
           }
         : {}),

@@ -1,0 +1,136 @@
+/**
+ * The sandbox as an allow-list: the verifier sees only what it is given, and
+ * gatekept never follows a path the verifier could have touched. Each case
+ * is a hostile verifier run through the real CLI under bubblewrap; those
+ * that probe raise "LEAKED ..." from their reward while something got out,
+ * and the honest one must pass.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { openSandbox } from '../src/runtime/sandbox.js';
+import { seccompProgram } from '../src/runtime/seccomp.js';
+
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
+const HAS_BWRAP = (await openSandbox('auto')).kind === 'bwrap';
+const HAS_FILTER = seccompProgram() !== null;
+const VICTIM_FILES = 400;
+
+let scratch: string;
+let fixtures: string;
+let victimDir: string;
+let dgram: string;
+let listener: ChildProcess | null = null;
+const received: string[] = [];
+
+beforeAll(async () => {
+  if (!HAS_BWRAP) return;
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-allow-'));
+  fixtures = path.join(scratch, 'project');
+  await cp(path.join(PACKAGE_ROOT, 'test', 'fixtures', 'allow-list'), fixtures, { recursive: true });
+  // The user's secrets beside the verifier, some behind links.
+  await writeFile(path.join(fixtures, '.env'), 'TOKEN=SECRET-env\n');
+  await writeFile(path.join(fixtures, '.npmrc'), '//registry/:_authToken=SECRET-npm\n');
+  await mkdir(path.join(fixtures, 'dotfiles', 'aws'), { recursive: true });
+  await writeFile(path.join(fixtures, 'dotfiles', 'aws', 'credentials'), 'SECRET-aws\n');
+  await writeFile(path.join(fixtures, 'dotfiles', 'netrc'), 'machine x password SECRET-netrc\n');
+  await symlink('dotfiles/aws', path.join(fixtures, '.aws'));
+  await symlink('dotfiles/netrc', path.join(fixtures, '.netrc'));
+  // A host directory the verifier's links point at.
+  victimDir = path.join(scratch, 'victim');
+  await mkdir(victimDir);
+  for (let index = 0; index < VICTIM_FILES; index += 1) await writeFile(path.join(victimDir, `file-${index}`), 'keep');
+  // A host service's datagram socket inside a directory the sandbox reads (the verifier's own).
+  dgram = path.join(fixtures, 'dgram.sock');
+  listener = spawn(PYTHON, ['-u', '-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("ready")\nwhile True:\n    print(s.recv(4096).decode("utf8","replace"))', dgram], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const child = listener;
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (chunk: string) => {
+      for (const line of chunk.split('\n').filter(Boolean)) {
+        if (line === 'ready') resolve();
+        else received.push(line);
+      }
+    });
+  });
+  await writeFile(path.join(fixtures, 'probe_config.json'), JSON.stringify({ victim_dir: victimDir, dgram }));
+});
+
+afterAll(async () => {
+  if (!HAS_BWRAP) return;
+  listener?.kill('SIGKILL');
+  await rm(scratch, { recursive: true, force: true });
+});
+
+interface GateRun {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+/** Gate a fixture; `shell` runs before gatekept in the same shell (to leave descriptors open). */
+async function gate(fixture: string, shell = ''): Promise<GateRun> {
+  const tmp = await mkdtemp(path.join(scratch, 'run-'));
+  const policy = path.join(tmp, 'policy.toml');
+  await writeFile(policy, '[timeouts]\ncall_ms = 5000\nimport_ms = 60000\ntotal_s = 600\n\n[limits]\nmemory_mb = 1024\n');
+  const argv = [BIN, 'gate', '--reward', `${path.join(fixtures, fixture)}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', 'bwrap', '--json'];
+  const quoted = [process.execPath, ...argv].map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ');
+  const run = await execa('bash', ['-c', `${shell}\nexec ${quoted}`], { cwd: fixtures, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0' } });
+  return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr };
+}
+
+function leaks(run: GateRun): string[] {
+  return [...new Set(run.stdout.match(/LEAKED [^"\\]*/g) ?? [])];
+}
+
+describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => {
+  it("a project's dot-files, links to them, /sys, other roots and the host's accounts stay out of reach", async () => {
+    const run = await gate('project_secrets');
+    expect(leaks(run)).toEqual([]);
+    expect(run.stdout).toMatch(/"decision": ?"PASS"/);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout).not.toMatch(/SECRET-/);
+  });
+
+  it('descriptors the caller left open are closed before the verifier runs', async () => {
+    const secret = path.join(scratch, 'fd-secret');
+    const log = path.join(scratch, 'fd-log');
+    await writeFile(secret, 'SECRET-fd\n');
+    await writeFile(log, '');
+    const run = await gate('inherited', `exec 200<'${secret}' 201>>'${log}'`);
+    expect(leaks(run)).toEqual([]);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(await readFile(log, 'utf8')).toBe('');
+  });
+
+  it.skipIf(!HAS_FILTER)('the keyring, raw unix socket pairs and ptrace are refused', async () => {
+    const run = await gate('kernel_reach');
+    await sleep(100);
+    expect(received, 'delivered to the host socket').toEqual([]);
+    expect(leaks(run)).toEqual([]);
+    expect(run.stdout).toMatch(/"decision": ?"PASS"/);
+    expect(run.exitCode, run.stderr).toBe(0);
+  });
+
+  it("links swapped into the verifier's home while the calls end never lead gatekept to a host directory", async () => {
+    const run = await gate('home_swap');
+    expect(run.exitCode, run.stderr).toBeLessThanOrEqual(1);
+    expect((await readdir(victimDir)).length).toBe(VICTIM_FILES);
+  });
+
+  it('honest scratch work passes: /dev/shm, pipes, socket pairs and a cache in $HOME', async () => {
+    const run = await gate('honest_scratch');
+    expect(run.stdout).not.toMatch(/side_effects": ?\[\s*\{/);
+    expect(run.stdout).toMatch(/"decision": ?"PASS"/);
+    expect(run.exitCode, run.stderr).toBe(0);
+  });
+});
