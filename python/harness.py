@@ -1041,7 +1041,7 @@ def _is_async_callable(fn):
 
 
 def _import_target(target, import_timeout):
-    """Import the verifier; returns (module, source_file) or raises a tagged error."""
+    """Import the verifier; returns the module or raises a tagged error."""
     kind = target.get("kind")
     if kind == "file":
         path = target.get("path") or ""
@@ -1061,11 +1061,65 @@ def _import_target(target, import_timeout):
         except BaseException:
             sys.modules.pop(name, None)
             raise
-        return module, os.path.abspath(path)
+        return module
     name = target.get("module") or ""
-    module = _run_verifier_code(importlib.import_module, (name,), import_timeout)
-    source = getattr(module, "__file__", None)
-    return module, os.path.abspath(source) if isinstance(source, str) else None
+    return _run_verifier_code(importlib.import_module, (name,), import_timeout)
+
+
+# The largest verifier source the loader hashes for the record.
+SOURCE_HASH_LIMIT = 64 << 20
+
+
+def _locate(target):
+    """The file the import will load, found without running any of the
+    verifier's code (a dotted name is walked by the path finder, not imported
+    parent by parent), and the sha256 of its bytes: the record names what was
+    imported, not what the module says its __file__ is."""
+    import hashlib
+    from importlib.machinery import PathFinder
+
+    origin = None
+    if target.get("kind") == "file":
+        origin = os.path.abspath(target.get("path") or "")
+    else:
+        locations = None
+        spec = None
+        parts = (target.get("module") or "").split(".")
+        for index in range(len(parts)):
+            try:
+                spec = PathFinder.find_spec(".".join(parts[: index + 1]), locations)
+            except (ImportError, ValueError, AttributeError):
+                spec = None
+            if spec is None:
+                break
+            locations = spec.submodule_search_locations
+            if index < len(parts) - 1 and locations is None:
+                spec = None
+                break
+        if spec is not None and isinstance(spec.origin, str) and os.path.isabs(spec.origin):
+            origin = spec.origin
+    if origin is None:
+        return None, None
+    try:
+        fd = os.open(origin, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return origin, None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return origin, None
+        digest = hashlib.sha256()
+        left = SOURCE_HASH_LIMIT
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                return origin, digest.hexdigest()
+            digest.update(chunk)
+            left -= len(chunk)
+        return origin, None
+    except OSError:
+        return origin, None
+    finally:
+        os.close(fd)
 
 
 class _LoadError(Exception):
@@ -1156,9 +1210,13 @@ def _init(request):
     sys.addaudithook(_audit)
 
     label = "%s:%s" % (target.get("module") or target.get("path") or "?", fn_name)
+    # Said before the verifier's first line runs, so what its import writes
+    # cannot come first: the supervisor puts it into the ready message.
+    source_file, sha256 = _locate(target)
+    _send(_encode_reply({"op": "loading", "source_file": source_file, "sha256": sha256}))
     started = _perf_counter()
     try:
-        module, source_file = _import_target(target, import_timeout)
+        module = _import_target(target, import_timeout)
     except BaseException as exc:
         return {"op": "ready", "ok": False, "error": _classify_import_failure(target, exc)}
     finally:
@@ -1207,7 +1265,8 @@ def _init(request):
         "var_kwargs": plan["var_kwargs"],
         "is_async": S.is_async,
         "python": "%d.%d.%d" % tuple(sys.version_info[:3]),
-        "source_file": source_file,
+        "source_file": None,
+        "sha256": None,
         "import_ms": import_ms,
     }
 
@@ -1677,6 +1736,8 @@ class _Supervisor(object):
         # verifier could have planted a link in.
         self.home = home
         self.home_baseline = None
+        # The worker's loading message, once it has come.
+        self.loading = None
         self.region = region
         # Eval replies passed on to gatekept (the ready message not counted).
         self.passed = 0
@@ -1773,15 +1834,20 @@ class _Supervisor(object):
         cut = data.rfind(b"\n") + 1
         self.tail = data[cut:]
         block = data[:cut]
-        if self.first_reply and block:
-            self.first_reply = False
-            # The worker's first reply is its ready message, an object.
+        while self.first_reply and block:
+            # The worker's first replies are objects: where it loads the
+            # verifier from (written before any of the verifier's code ran),
+            # then its ready message.
             end = block.find(b"\n") + 1
+            line, block = block[:end], block[end:]
+            message = self.provenance(line)
+            if message is None:
+                continue
+            self.first_reply = False
             if self.home is not None:
                 self.home_baseline = _list_home(self.home)
-            _send_supervised(block[:end])
+            _send_supervised(message)
             self.outstanding -= 1
-            block = block[end:]
         if not block:
             return
         lines = block.count(b"\n")
@@ -1803,6 +1869,28 @@ class _Supervisor(object):
             if created is not None:
                 _send_supervised(_encode_reply(created))
         _send_supervised(block)
+
+    def provenance(self, line):
+        """None for the loading line (kept); the ready line with what the
+        supervisor vouches for put in: the interpreter's version and the
+        loaded file with its hash, from the loading line. Whatever the
+        verifier's import wrote in their place cannot change them."""
+        try:
+            message = _decode_json(line)
+        except ValueError:
+            return line
+        if not isinstance(message, dict):
+            return line
+        if message.get("op") == "loading" and self.loading is None:
+            self.loading = message
+            return None
+        if message.get("op") == "ready" and message.get("ok") is True:
+            loading = self.loading or {}
+            message["python"] = "%d.%d.%d" % tuple(sys.version_info[:3])
+            message["source_file"] = loading.get("source_file") if isinstance(loading.get("source_file"), str) else None
+            message["sha256"] = loading.get("sha256") if isinstance(loading.get("sha256"), str) else None
+            return _encode_reply(message)
+        return line
 
     def check_home(self):
         """What the calls left in the home, removed and named (None if nothing)."""

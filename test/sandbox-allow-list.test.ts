@@ -6,6 +6,7 @@
  * and the honest one must pass.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -132,5 +133,32 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect(run.stdout).not.toMatch(/side_effects": ?\[\s*\{/);
     expect(run.stdout).toMatch(/"decision": ?"PASS"/);
     expect(run.exitCode, run.stderr).toBe(0);
+  });
+});
+
+describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself', () => {
+  it("a module's __file__ pointing elsewhere: the sha256 is of the file the import loaded", async () => {
+    const tmp = await mkdtemp(path.join(scratch, 'run-'));
+    const run = await execa(
+      process.execPath,
+      [BIN, 'gate', '--reward', 'spoof_file:reward', '--pythonpath', fixtures, '--answer', '42', '--python', PYTHON, '--sandbox', 'bwrap', '--json'],
+      { cwd: fixtures, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0' } },
+    );
+    expect(run.exitCode, run.stderr).toBe(0);
+    const record = JSON.parse(run.stdout) as { verifier: { sha256: string | null } };
+    const expected = createHash('sha256').update(await readFile(path.join(fixtures, 'spoof_file.py'))).digest('hex');
+    expect(record.verifier.sha256).toBe(expected);
+  });
+
+  it('a ready message forged at import reaches neither the record nor the terminal', async () => {
+    const run = await gate('forged_ready');
+    expect(run.stdout).not.toMatch(/<script>|\u001b|0{64}/);
+    expect(run.stderr).not.toMatch(/<script>|\u001b/);
+    if (run.exitCode === 0) {
+      const record = JSON.parse(run.stdout) as { environment: { python: string } };
+      expect(record.environment.python).toMatch(/^\d+\.\d+\.\d+$/);
+    } else {
+      expect(run.exitCode).toBe(3);
+    }
   });
 });

@@ -62,7 +62,9 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
     corpus: { version: corpus.version, hash: corpus.hash, families: corpus.families.length, candidates: state.candidateCount },
     verifier: {
       spec: input.spec,
-      sha256: await sha256File(input.verifierFile ?? info.sourceFile),
+      // A file of the caller's own, or what the harness hashed as it loaded the
+      // module: never a path the verifier's code could have named.
+      sha256: input.verifierFile === null ? info.sha256 : await sha256File(input.verifierFile),
       completion_format: input.completionFormat,
       params: info.params,
       is_async: info.isAsync,

@@ -96,7 +96,9 @@ export interface VerifierInfo {
   varKwargs: boolean;
   isAsync: boolean;
   pythonVersion: string;
+  /** The file the harness loaded the verifier from, and the sha256 of its bytes, read before any of its code ran. */
   sourceFile: string | null;
+  sha256: string | null;
   importMs: number;
 }
 
@@ -309,6 +311,10 @@ const loadErrorSchema = () =>
   });
 type LoadError = z.infer<ReturnType<typeof loadErrorSchema>>;
 
+/** The supervisor writes these two fields itself (see provenance in harness.py); anything else is refused. */
+const PYTHON_VERSION = /^\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+const SHA256 = /^[0-9a-f]{64}$/;
+
 const buildReadyReplySchema = () =>
   z.union([
     z.object({
@@ -317,8 +323,9 @@ const buildReadyReplySchema = () =>
       params: z.array(z.string()),
       var_kwargs: z.boolean(),
       is_async: z.boolean(),
-      python: z.string(),
+      python: z.string().regex(PYTHON_VERSION),
       source_file: z.string().nullable(),
+      sha256: z.string().regex(SHA256).nullable(),
       import_ms: z.number(),
     }),
     z.object({ op: z.literal('ready'), ok: z.literal(false), error: loadErrorSchema() }),
@@ -342,11 +349,12 @@ type ReadyReply = z.output<ReturnType<typeof buildReadyReplySchema>>;
  */
 export function checkedReadyReply(reply: unknown): ReadyReply | null {
   if (!isRecord(reply)) return null;
-  const { params, var_kwargs, is_async, python, source_file, import_ms } = reply;
+  const { params, var_kwargs, is_async, python, source_file, sha256, import_ms } = reply;
   if (reply.op !== 'ready' || reply.ok !== true) return null;
   if (!Array.isArray(params) || !params.every(isText) || typeof var_kwargs !== 'boolean' || typeof is_async !== 'boolean') return null;
-  if (!isText(python) || !(source_file === null || isText(source_file)) || typeof import_ms !== 'number' || !Number.isFinite(import_ms)) return null;
-  return { op: 'ready', ok: true, params: [...params], var_kwargs, is_async, python, source_file, import_ms };
+  if (!isText(python) || !PYTHON_VERSION.test(python) || !(source_file === null || isText(source_file))) return null;
+  if (!(sha256 === null || (isText(sha256) && SHA256.test(sha256))) || typeof import_ms !== 'number' || !Number.isFinite(import_ms)) return null;
+  return { op: 'ready', ok: true, params: [...params], var_kwargs, is_async, python, source_file, sha256, import_ms };
 }
 
 function protocolError(problem: string, line: string): GatekeptError {
@@ -1311,7 +1319,8 @@ class PythonSession implements VerifierSession {
                 varKwargs: reply.var_kwargs,
                 isAsync: reply.is_async,
                 pythonVersion: reply.python,
-                sourceFile: reply.source_file,
+                sourceFile: reply.source_file === null ? null : escapeLine(reply.source_file),
+                sha256: reply.sha256,
                 importMs: reply.import_ms,
               }),
             );
