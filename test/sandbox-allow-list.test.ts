@@ -152,9 +152,9 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
 
   it('a ready message forged at import reaches neither the record nor the terminal', async () => {
     const run = await gate('forged_ready');
-    const escape = String.fromCharCode(27);
+    const esc = String.fromCharCode(27);
     expect(run.stdout).not.toMatch(/<script>|0{64}/);
-    expect(run.stdout.includes(escape) || run.stderr.includes(escape)).toBe(false);
+    expect(run.stdout.includes(esc) || run.stderr.includes(esc)).toBe(false);
     expect(run.stderr).not.toMatch(/<script>/);
     if (run.exitCode === 0) {
       const record = JSON.parse(run.stdout) as { environment: { python: string } };
