@@ -538,7 +538,9 @@ def _resolve(path, dir_fd=None):
     except BaseException:
         return None
     try:
-        if isinstance(dir_fd, int) and not isinstance(dir_fd, bool) and _HAS_PROC_FD:
+        # os.rename and os.replace report a missing dir_fd as -1 (AT_FDCWD is
+        # the kernel's own spelling of it): both mean the working directory.
+        if isinstance(dir_fd, int) and not isinstance(dir_fd, bool) and dir_fd >= 0 and _HAS_PROC_FD:
             base = _realpath("%s/%d" % (_PROC_FD_DIR, dir_fd))
         else:
             base = _getcwd()

@@ -128,7 +128,7 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect((await readdir(victimDir)).length).toBe(VICTIM_FILES);
   });
 
-  it('honest scratch work passes: /dev/shm, pipes, socket pairs and a cache in $HOME', async () => {
+  it('honest scratch work passes: /dev/shm, pipes, socket pairs, a cache in $HOME and an atomic write at import', async () => {
     const run = await gate('honest_scratch');
     expect(run.stdout).not.toMatch(/side_effects": ?\[\s*\{/);
     expect(run.stdout).toMatch(/"decision": ?"PASS"/);
