@@ -122,6 +122,12 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect(run.exitCode, run.stderr).toBe(0);
   });
 
+  it.skipIf(!HAS_FILTER)('a verifier that stops its supervisor on a schedule cannot stall the audit', async () => {
+    const run = await gate('stop_supervisor');
+    expect(run.stdout).toMatch(/"decision": ?"PASS"/);
+    expect(run.exitCode, run.stderr).toBe(0);
+  });
+
   it("links swapped into the verifier's home while the calls end never lead gatekept to a host directory", async () => {
     const run = await gate('home_swap');
     expect(run.exitCode, run.stderr).toBeLessThanOrEqual(1);

@@ -21,7 +21,11 @@ import os from 'node:os';
  * kernel keyrings (not namespaced: the caller's session keyring would be
  * readable), ptrace and reading other processes' memory, mounts and new
  * namespaces, the kernel log, BPF, userfaultfd, perf events, kcmp and file
- * handles that open by inode.
+ * handles that open by inode. And no signal reaches the sandbox's init (pid
+ * 1) or the supervisor (pid 2, the process bubblewrap starts), nor any group
+ * or broadcast they belong to: a verifier that stopped its supervisor would
+ * stall the audit in timeouts and restarts. Signals to the verifier's own
+ * processes pass.
  *
  * Only for the architectures we know the syscall numbers of; elsewhere the
  * sandbox runs without the filter (the README says so).
@@ -32,6 +36,9 @@ interface Arch {
   audit: number;
   socket: number;
   socketpair: number;
+  /** kill(2), then the calls that signal one thread or queue a signal: tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo. */
+  kill: number;
+  signalThread: readonly number[];
   /** Refused with EPERM. */
   denied: readonly number[];
   /** x86_64 also accepts x32 syscalls, numbered with this bit set: refused, so they cannot dodge the checks. */
@@ -43,6 +50,8 @@ const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
     audit: 0xc000003e,
     socket: 41,
     socketpair: 53,
+    kill: 62,
+    signalThread: [200, 234, 129, 297],
     // ptrace, syslog, uselib, modify_ldt, pivot_root, chroot, acct, mount, umount2, quotactl,
     // add_key, request_key, keyctl, unshare, perf_event_open, name_to_handle_at,
     // open_by_handle_at, setns, process_vm_readv, process_vm_writev, kcmp, bpf, userfaultfd
@@ -53,6 +62,8 @@ const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
     audit: 0xc00000b7,
     socket: 198,
     socketpair: 199,
+    kill: 129,
+    signalThread: [130, 131, 138, 240],
     // umount2, mount, pivot_root, chroot, quotactl, acct, unshare, syslog, ptrace, add_key,
     // request_key, keyctl, perf_event_open, name_to_handle_at, open_by_handle_at, setns,
     // process_vm_readv, process_vm_writev, kcmp, bpf, userfaultfd
@@ -65,6 +76,11 @@ const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
 const NR_IO_URING_SETUP = 425;
 /** The new mount API: open_tree, move_mount, fsopen, fsconfig, fsmount, fspick; and mount_setattr. */
 const NEW_MOUNT_API = [428, 429, 430, 431, 432, 433, 442];
+/** pidfd_open can name the supervisor; pidfd_send_signal also takes a /proc/PID directory. */
+const NR_PIDFD_SEND_SIGNAL = 424;
+const NR_PIDFD_OPEN = 434;
+/** bubblewrap's init and the process it starts (the supervisor), in the sandbox's PID namespace. */
+const PROTECTED_PIDS = [1, 2];
 const AF_UNIX = 1;
 const SOCK_STREAM = 1;
 /** socket(2)'s type carries SOCK_NONBLOCK and SOCK_CLOEXEC in its high bits. */
@@ -117,6 +133,15 @@ function program(arch: Arch): Instruction[] {
     jeq(NR_IO_URING_SETUP, 'enosys', null),
     ...NEW_MOUNT_API.map((nr) => jeq(nr, 'enosys', null)),
     ...arch.denied.map((nr) => jeq(nr, 'eperm', null)),
+    jeq(arch.kill, 'kill', null),
+    ...[...arch.signalThread, NR_PIDFD_OPEN].map((nr) => jeq(nr, 'signal', null)),
+    jeq(NR_PIDFD_SEND_SIGNAL, 'eperm', null),
+    ret(SECCOMP_RET_ALLOW),
+    // kill(0), kill(-1) and kill(-2) reach the supervisor's group or everyone.
+    load(offsetArg(0), 'kill'),
+    ...[0, -1, -2].map((pid) => jeq(pid >>> 0, 'eperm', null)),
+    load(offsetArg(0), 'signal'),
+    ...PROTECTED_PIDS.map((pid) => jeq(pid, 'eperm', null)),
     ret(SECCOMP_RET_ALLOW),
     // Classic BPF jumps forward only, hence an allow at the end of each check.
     load(offsetArg(0), 'socket'),
