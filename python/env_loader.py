@@ -475,6 +475,59 @@ def _close_inherited():
         pass
 
 
+def _adopt_descendants():
+    """Become the subreaper of what the environment starts: a daemon that
+    double-forks at import is re-parented here, not to init, so the sweep
+    below finds it even without the sandbox's PID namespace."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _descendants(root):
+    found = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (pid, task), "rb") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(children)
+            stack.extend(children)
+    return found
+
+
+def _sweep_descendants():
+    """Nothing the environment started outlives the loader."""
+    import signal
+
+    for _round in range(5):
+        pids = _descendants(os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+
+
 def main(argv):
     if len(argv) not in (2, 3) or argv[0] != "inspect":
         sys.stderr.write("usage: env_loader.py inspect SPEC [MEMORY_MB]  (result on fd 4)\n")
@@ -483,7 +536,9 @@ def main(argv):
     result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
     os.close(RESULT_FD)
     _limit_memory(int(argv[2]) if len(argv) == 3 else 0)
+    _adopt_descendants()
     result = inspect_env(argv[1])
+    _sweep_descendants()
     result_pipe.write(json.dumps(result, default=str) + "\n")
     result_pipe.close()
     return 0

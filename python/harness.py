@@ -1687,13 +1687,23 @@ def _descendants(root):
 
 
 def _is_zombie(pid):
+    """Whether nothing of the process runs any more. A thread group whose
+    leader exited shows the leader as a zombie while its other threads run
+    on: it is gone only when every task is."""
     try:
-        with _open("/proc/%d/stat" % pid, "rb") as handle:
-            text = handle.read()
+        tasks = _listdir("/proc/%d/task" % pid)
     except OSError:
         return True
-    # The state follows the command name, which is in parentheses and may hold spaces.
-    return text[text.rfind(b")") + 2 : text.rfind(b")") + 3] in (b"Z", b"X")
+    for task in tasks:
+        try:
+            with _open("/proc/%d/task/%s/stat" % (pid, task), "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        # The state follows the command name, which is in parentheses and may hold spaces.
+        if text[text.rfind(b")") + 2 : text.rfind(b")") + 3] not in (b"Z", b"X"):
+            return False
+    return True
 
 
 # How many entries of the worker's home the supervisor lists after a batch,

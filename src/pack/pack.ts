@@ -254,12 +254,15 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     await writeStagedFile(staging, AUDIT_FILE_NAME, `${JSON.stringify(record, null, 2)}\n`);
     // The report renders the record just written (no timing), so packing stays reproducible.
     await writeStagedFile(staging, REPORT_FILE_NAME, renderReport(record, 'html'));
+    // Every process the verifier ran in is gone by now; were one left (a
+    // thread outliving its process's leader, without the sandbox), what it
+    // changed in the staged packages is found here and nothing is emitted.
+    await verifyStaged(staging);
     let archiveName: string | undefined;
     if (options.archive) {
       archiveName = `${seed.name}-gatekept.zip`;
       // The zip writer is loaded only when asked for: it is the heaviest import in the tool.
       const { writeArchive } = await import('./write-archive.js');
-      await verifyStaged(staging);
       await writeArchive(staging, path.join(staging, archiveName));
       await adoptStagedFile(staging, archiveName);
     }

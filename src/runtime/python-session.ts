@@ -117,6 +117,8 @@ const CALL_GRACE_MS = 1000;
 const IMPORT_GRACE_MS = 1000;
 const MAX_RESTARTS = 50;
 const KILL_WAIT_MS = 3000;
+/** How long an unsandboxed supervisor gets to sweep what the verifier left running. */
+const SWEEP_WAIT_MS = 2000;
 /** After the worker exits, replies it already wrote may still be in flight. */
 const REPLY_DRAIN_MS = 1000;
 const WRITE_CHUNK_CHARS = 64 * 1024;
@@ -413,7 +415,10 @@ class Worker {
   private resolveDone!: (info: ExitInfo) => void;
   private readonly requests: Writable;
 
-  private constructor(readonly proc: PythonProcess) {
+  private constructor(
+    readonly proc: PythonProcess,
+    private readonly sandboxed: boolean,
+  ) {
     this.requests = proc.requests!;
     const replies = proc.replies!;
     this.done = new Promise((resolve) => {
@@ -452,7 +457,7 @@ class Worker {
       minimumVersion: '3.10',
       ...(launch.sandbox ? { sandbox: launch.sandbox } : {}),
     });
-    return new Worker(proc);
+    return new Worker(proc, launch.sandbox !== null);
   }
 
   get stdout(): PythonProcess['stdout'] {
@@ -511,8 +516,15 @@ class Worker {
   }
 
   async stop(): Promise<void> {
-    // Nothing in the worker needs an orderly exit, and killing the whole group
-    // at once is faster and also ends anything the verifier left running.
+    // Without the sandbox, what the verifier started in a session of its own
+    // is outside the process group: the supervisor, its subreaper, sweeps it
+    // once its requests end, before the group is killed.
+    if (!this.sandboxed && !this.exited) {
+      this.requests.end();
+      await waitFor(this.done, SWEEP_WAIT_MS);
+    }
+    // In the sandbox nothing needs an orderly exit: killing the whole group at
+    // once is faster, and the sandbox takes everything in it along.
     this.kill();
     await waitFor(this.done, KILL_WAIT_MS);
   }
