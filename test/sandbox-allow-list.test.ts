@@ -156,6 +156,12 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
     expect(record.verifier.sha256).toBe(expected);
   });
 
+  it('a verifier strict only while its process opens on a short completion is not a function of its inputs', async () => {
+    const run = await gate('first_short');
+    expect(run.stdout).toMatch(/NOT_A_FUNCTION/);
+    expect(run.exitCode, run.stderr).toBe(1);
+  });
+
   it('a ready message forged at import reaches neither the record nor the terminal', async () => {
     const run = await gate('forged_ready');
     const esc = String.fromCharCode(27);

@@ -99,13 +99,17 @@ export class RescoreSample {
     const sample = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
     const requests = sample.map((entry) => entry.request);
     const expected = sample.map((entry) => entry.reward);
-    const freshOrder = [...requests].reverse();
+    const freshIndices = freshOpening(sample);
+    const freshOrder = freshIndices.map((index) => requests[index]!);
     // The two passes share no process, so neither can see the other's calls;
     // the warm one goes to one worker, as the fresh one does.
-    const [warm, freshResults] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true, oneBatch: true }), scoreFresh(fresh, freshOrder)]);
+    const [warm, freshScored] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true, oneBatch: true }), scoreFresh(fresh, freshOrder)]);
     observe(requests, warm);
-    observe(freshOrder, freshResults);
-    freshResults.reverse();
+    observe(freshOrder, freshScored);
+    const freshResults = new Array<EvalResult>(requests.length);
+    freshIndices.forEach((index, position) => {
+      freshResults[index] = freshScored[position]!;
+    });
     let changed = 0;
     let example: string | null = null;
     requests.forEach((request, index) => {
@@ -122,6 +126,26 @@ export class RescoreSample {
     });
     return { changed, total: requests.length, example };
   }
+}
+
+/**
+ * The fresh process's order (indices into the sample): the sample reversed, opening on the longest
+ * completion an attack sent. An audit's workers open on a row's calibration
+ * (short golds); a training run opens on a long completion. A verifier
+ * that is strict only when its process opens on a short completion is
+ * strict in the audit's workers and lenient here, and the reward it
+ * changes is reported.
+ */
+function freshOpening(sample: readonly Kept[]): number[] {
+  const order = sample.map((_, index) => index).reverse();
+  let opening = -1;
+  order.forEach((index, position) => {
+    const entry = sample[index]!;
+    if (!/ attack#/.test(entry.tie)) return;
+    if (opening < 0 || entry.request.completion.length > sample[order[opening]!]!.request.completion.length) opening = position;
+  });
+  if (opening > 0) order.unshift(...order.splice(opening, 1));
+  return order;
 }
 
 async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly EvalRequest[]): Promise<EvalResult[]> {
