@@ -31,12 +31,33 @@ export interface JsonlSource {
   lineSuggestion?: string;
 }
 
+/**
+ * How deep a line's arrays and objects may nest. Every value reaches a
+ * Python verifier, whose JSON reader stops at its recursion limit; real
+ * rows nest a few levels.
+ */
+export const MAX_NESTING = 100;
+
+/** The deepest nesting of arrays and objects in `value`, looked at no further than `limit` + 1. */
+function nesting(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(item as Record<string, unknown>)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 /** Every non-blank line of a JSONL file, parsed; blank lines are skipped. */
 export async function readJsonlValues(file: string, source: JsonlSource): Promise<JsonlLine<unknown>[]> {
   const shown = source.shownAs ?? file;
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     throw new GatekeptError(
       'FILE_NOT_FOUND',
@@ -44,12 +65,29 @@ export async function readJsonlValues(file: string, source: JsonlSource): Promis
       { suggestion: source.suggestion },
     );
   }
+  let text: string;
+  try {
+    // Fatal on a byte that is not UTF-8: decoding it to U+FFFD would audit a gold nobody wrote.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const line = bytes.subarray(0, firstInvalidUtf8(bytes)).toString('latin1').split('\n').length;
+    throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${line} is not valid UTF-8`, {
+      suggestion: 'save the file as UTF-8',
+    });
+  }
   const lines: JsonlLine<unknown>[] = [];
   text.split(/\r?\n/).forEach((raw, index) => {
     if (raw.trim() === '') return;
     try {
-      lines.push({ line: index + 1, value: JSON.parse(raw) });
+      const value: unknown = JSON.parse(raw);
+      if (nesting(value, MAX_NESTING) > MAX_NESTING) {
+        throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${index + 1} nests arrays and objects more than ${MAX_NESTING} deep`, {
+          suggestion: 'flatten the row: a verifier reads it with a JSON parser that stops at its recursion limit',
+        });
+      }
+      lines.push({ line: index + 1, value });
     } catch (error) {
+      if (error instanceof GatekeptError) throw error;
       throw new GatekeptError(
         'BAD_DATASET',
         `${source.what} ${shown}: line ${index + 1} is not valid JSON (${(error as Error).message})`,
@@ -78,4 +116,23 @@ export async function readJsonl<S extends z.ZodType>(
       new GatekeptError('BAD_DATASET', `${source.what} ${source.shownAs ?? file}: line ${line} is invalid`, { suggestion: source.suggestion })
     );
   });
+}
+
+/** Offset of the first byte sequence that is not UTF-8 (the length when there is none). */
+function firstInvalidUtf8(bytes: Buffer): number {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let low = 0;
+  let high = bytes.length;
+  // The longest valid prefix, by halving: decoding a prefix cut inside a
+  // character fails too, so the answer is within 3 bytes of the bad one.
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    try {
+      decoder.decode(bytes.subarray(0, middle));
+      low = middle;
+    } catch {
+      high = middle - 1;
+    }
+  }
+  return low;
 }

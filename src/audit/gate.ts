@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { auditRow, commitRow, type AuditState, type RowOutcome, type RowSettings } from './audit-row.js';
@@ -106,6 +107,21 @@ function effectivePolicy(options: GateOptions): GatePolicy {
   };
 }
 
+/** An entry of --pythonpath is a directory that exists: a file there would be bound and searched for nothing. */
+function checkImportDirectory(dir: string, given: string): void {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch {
+    throw new GatekeptError('BAD_ARGUMENT', `--pythonpath ${given} does not exist`, { suggestion: 'give a directory the verifier imports from' });
+  }
+  if (!isDirectory) {
+    throw new GatekeptError('BAD_ARGUMENT', `--pythonpath ${given} is not a directory`, {
+      suggestion: 'give the directory that holds the module (for one file, pass it as --reward path/to/file.py:function instead)',
+    });
+  }
+}
+
 export async function gate(options: GateOptions): Promise<GateResult> {
   const started = performance.now();
   const cwd = path.resolve(options.cwd ?? process.cwd());
@@ -113,6 +129,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const target = parseVerifierSpec(options.reward, cwd);
   const completionFormat = options.completionFormat ?? 'messages';
   const formats = resolveFormats(options.format);
+  for (const dir of options.pythonpath ?? []) checkImportDirectory(path.resolve(cwd, dir), dir);
   // Python starts (and imports the verifier) while the inputs are read and planned.
   const sessionOptions = {
     python: resolvePython(options.python, cwd),

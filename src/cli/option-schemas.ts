@@ -20,7 +20,9 @@ export const integer = (name: string) =>
 export const choiceLabels = () =>
   z
     .string()
-    .transform((text) => text.split(',').map((label) => label.trim()).filter(Boolean))
+    .transform((text) => text.split(',').map((label) => label.trim()))
+    // A,,B is a typing slip, not two labels: refused rather than read as A,B.
+    .refine((labels) => labels.every(Boolean), 'a label is empty: give comma-separated labels with no empty one, e.g. A,B,C,D')
     .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D');
 
 /** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
@@ -109,8 +111,8 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
   let choices: string[] | undefined;
   if (options.choices !== undefined) {
     if (!isText(options.choices)) return null;
-    choices = options.choices.split(',').map((label) => label.trim()).filter(Boolean);
-    if (choices.length < 2 || new Set(choices).size !== choices.length) return null;
+    choices = options.choices.split(',').map((label) => label.trim());
+    if (choices.length < 2 || !choices.every(Boolean) || new Set(choices).size !== choices.length) return null;
   }
   let seed: number | undefined;
   if (options.seed !== undefined) {

@@ -1,4 +1,5 @@
 import type { EnvAuditRecord } from './record.js';
+import { escapeControl } from '../runtime/escape-control.js';
 import type { AuditRecord } from '../audit/record.js';
 
 /** The terminal rendering of an environment audit: one row per check, then the rewards and the decision. */
@@ -52,5 +53,7 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
   lines.push('');
   lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${record.decision === 'REJECT' ? `; failed: ${record.checks.filter((check) => check.status === 'FAIL').map((check) => LABELS[check.name]).join(', ')}` : ''}`);
   lines.push(record.statement);
-  return lines.join('\n');
+  // Reward names, paths and messages come from the environment's code: its
+  // escape sequences are shown, never sent to the terminal.
+  return escapeControl(lines.join('\n'));
 }

@@ -20,8 +20,9 @@ export const REPORT_FILE_NAME = 'gatekept_report.html';
 /** The format a report file asks for by its extension; a clear error for anything else. */
 export function reportFormatFor(file: string): ReportFormat {
   const extension = path.extname(file).toLowerCase();
-  if (extension === '.html' || extension === '.htm') return 'html';
-  if (extension === '.md' || extension === '.markdown') return 'md';
+  // Exactly the two names the documentation gives: a report is found by its extension.
+  if (extension === '.html') return 'html';
+  if (extension === '.md') return 'md';
   throw new GatekeptError('BAD_ARGUMENT', `cannot tell the report format of ${file}`, {
     suggestion: 'end the --report file name in .html (a self-contained page) or .md (Markdown for a pull request)',
   });
