@@ -258,7 +258,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
 }
 
 /**
- * `smoke` and `audit` are loaded only when they may run: `gate`, `pack` and
+ * `smoke`, `audit` and `scan` are loaded only when they may run: `gate`, `pack` and
  * `--version` start without their modules (and the schemas those build);
  * anything else (those commands, `--help`, a mistyped name) gets the whole
  * program.
@@ -267,8 +267,12 @@ const WITHOUT_OTHER_COMMANDS: ReadonlySet<string> = new Set(['gate', 'pack', '--
 
 async function otherCommands(argv: readonly string[]): Promise<((io: Io, setExit: (code: ExitCode) => void) => Command)[]> {
   if (argv[0] !== undefined && WITHOUT_OTHER_COMMANDS.has(argv[0])) return [];
-  const [{ smokeCommand }, { auditCommand }] = await Promise.all([import('./smoke-command.js'), import('./audit-command.js')]);
-  return [smokeCommand, auditCommand];
+  const [{ smokeCommand }, { auditCommand }, { scanCommand }] = await Promise.all([
+    import('./smoke-command.js'),
+    import('./audit-command.js'),
+    import('./scan-command.js'),
+  ]);
+  return [smokeCommand, auditCommand, scanCommand];
 }
 
 export async function buildProgram(io: Io, setExit: (code: ExitCode) => void, argv: readonly string[] = []): Promise<Command> {
