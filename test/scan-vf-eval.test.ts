@@ -129,3 +129,34 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
     expect(result.decision).toBe('REJECT');
   });
 });
+
+describe('scanning the results.jsonl the classic library (0.3) writes', () => {
+  const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(path.join(tmpdir(), 'gatekept-scan-v0-'));
+  });
+
+  afterAll(async () => {
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('reads each rollout, and re-scores it as the run did', async () => {
+    const results = path.join(root, 'results.jsonl');
+    // Rollouts serialised by verifiers 0.3.1's own state_to_output, scored by the environment's rubric.
+    await execa(testPython('verifiers-v0'), [path.join(ENVS, 'make_results.py'), 'v0', 'healthy', path.join(ENVS, 'v0-sound'), results], { env: { HF_DATASETS_OFFLINE: '1' } });
+    const sound = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'scan', 'sound.py:reward');
+    const result = await scan({ results, reward: sound, python: 'python3', workers: 1 });
+    expect(result.record.source.layout).toBe('verifiers-v0');
+    expect(result.record.rollouts).toMatchObject({ total: 30, exploit: 0, error: 0 });
+    // The environment's rubric adds 0.1 for the boxed layout to the answer's
+    // 1 or 0: every boxed rollout's recorded reward is not this verifier's
+    // score, and each is flagged; the five unboxed ones agree.
+    const recorded = (await readFile(results, 'utf8')).trim().split('\n').map((line) => (JSON.parse(line) as { reward: number }).reward);
+    expect(result.record.rollouts.reward_mismatch).toBe(recorded.filter((reward) => reward !== 0).length);
+    expect(result.record.rollouts.reward_mismatch).toBe(25);
+    expect(result.record.rollouts.honest).toBeGreaterThan(0);
+    expect(result.record.rollouts.unrewarded).toBeGreaterThan(0);
+  }, 120_000);
+});
