@@ -74,6 +74,7 @@ const OPTION_FLAGS: Record<string, string> = {
   workers: '--workers',
   sandbox: '--sandbox',
   report: '--report',
+  attacks: '--attacks',
 };
 
 /** Validate commander's raw options; every invalid option on its own line. */
@@ -119,6 +120,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
+    .option('--attacks <file>', 'add an attack file in the corpus format to the built-in corpus, e.g. one scan --emit-attacks wrote (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
@@ -147,6 +149,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           python: resolvePython(options.python),
           sandbox: options.sandbox,
           pythonpath: options.pythonpath,
+          ...(options.attacks.length > 0 ? { attacks: options.attacks } : {}),
           completionFormat: options.completionFormat,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { sameValue } from '../audit/invariance.js';
+import { sameValue, statedValues } from '../audit/invariance.js';
 import { templateProblem } from '../audit/expand-candidates.js';
 import { writeWhole } from '../report/render-report.js';
 import type { AnswerType, Severity } from '../types.js';
@@ -84,6 +84,8 @@ export function templateFor(completion: string, gold: string, rewardedUnder: rea
   const found = hits(completion, [{ value: gold.trim(), gold: true }, ...others.map((value) => ({ value: value.trim(), gold: false }))]);
   const commits = commitment(completion, gold, type, []).commitsTo;
   if (found.length === 0) return { commits_to: commits === 'several' ? 'several' : 'none', template: completion, g_free: true };
+  const dump = dumpTemplate(completion, gold, type);
+  if (dump !== null) return { commits_to: 'several', template: dump, positions: ['first', 'middle', 'last'] };
   const golds = found.filter((hit) => hit.gold).length;
   const distinct = new Set(found.map((hit) => hit.value));
   // Two or three answers, each stated once, the gold among them: position slots.
@@ -95,24 +97,33 @@ export function templateFor(completion: string, gold: string, rewardedUnder: rea
       positions: found.length === 2 ? ['first', 'last'] : ['first', 'middle', 'last'],
     };
   }
-  // A list of values and nothing else between them, the gold once: a dump of as many.
-  if (golds === 1 && found.length >= 4) {
-    const between = found.slice(1).every((hit, index) => /^[\s,;|]*$/.test(completion.slice(found[index]!.end, hit.at)));
-    if (between) {
-      const first = found[0]!;
-      const last = found.at(-1)!;
-      return {
-        commits_to: 'several',
-        template: `${completion.slice(0, first.at)}{DUMP:${found.length}}${completion.slice(last.end)}`,
-        positions: ['first', 'middle', 'last'],
-      };
-    }
-  }
   const wrong = [...new Set(found.filter((hit) => !hit.gold).map((hit) => hit.value))];
   const names = ['W', 'W2', 'W3'];
   const template = replaceHits(completion, found, (hit) => (hit.gold ? '{G}' : wrong.indexOf(hit.value) < 3 ? `{${names[wrong.indexOf(hit.value)]!}}` : hit.value));
   if (golds === 0) return { commits_to: commits === 'several' || wrong.length > 1 ? 'several' : 'other', template };
   return { commits_to: wrong.length > 0 || commits === 'several' ? 'several' : commits === 'none' ? 'none' : 'other', template };
+}
+
+/** Values in a list need nothing but separators between them. */
+const SEPARATOR = /^[\s,;|]*$/;
+
+/**
+ * A run of four or more values with only separators between them, the gold
+ * once among them: the run becomes `{DUMP:n}`, which the gate fills with as
+ * many values, the gold first, in the middle and last. Null for anything else.
+ */
+function dumpTemplate(completion: string, gold: string, type: AnswerType): string | null {
+  const values = statedValues(completion, type === 'choice' ? 'string' : type, []);
+  const found = hits(completion, values.map((value) => ({ value, gold: sameValue(value, gold, type) })));
+  const at = found.findIndex((hit) => hit.gold);
+  if (at < 0) return null;
+  let first = at;
+  let last = at;
+  while (first > 0 && SEPARATOR.test(completion.slice(found[first - 1]!.end, found[first]!.at))) first -= 1;
+  while (last < found.length - 1 && SEPARATOR.test(completion.slice(found[last]!.end, found[last + 1]!.at))) last += 1;
+  const run = found.slice(first, last + 1);
+  if (run.length < 4 || run.filter((hit) => hit.gold).length !== 1) return null;
+  return `${completion.slice(0, run[0]!.at)}{DUMP:${run.length}}${completion.slice(run.at(-1)!.end)}`;
 }
 
 export class AttackEmitter {
