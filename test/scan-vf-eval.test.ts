@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import { renderVerifiersV1Package } from '../src/pack/emit/verifiers-v1.js';
 import type { EnvironmentSpec } from '../src/pack/environment-spec.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -64,6 +65,7 @@ function spec(source: string): EnvironmentSpec {
 
 describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () => {
   let root: string;
+  let site: string;
   let traces: string;
   let run: Awaited<ReturnType<typeof execa>>;
   let result: ScanResult;
@@ -72,7 +74,7 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
   beforeAll(async () => {
     const python = testPython('verifiers-v1');
     root = await mkdtemp(path.join(tmpdir(), 'gatekept-scan-vf-'));
-    const site = path.join(root, 'site');
+    site = path.join(root, 'site');
     const home = path.join(root, 'home');
     await mkdir(home, { recursive: true });
     // The package on the import path is what vf-eval resolves the id to, as an installed one would be.
@@ -128,6 +130,16 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
     expect(result.record.rollouts.reward_mismatch).toBe(0);
     expect(result.decision).toBe('REJECT');
   });
+
+  it('finds the same through the environment\'s own scoring path (--env)', async () => {
+    const throughEnv: number[] = [];
+    // Each worker loads verifiers and the environment: on a loaded machine that can take longer than the default import budget.
+    const policy = { ...DEFAULT_POLICY, timeouts: { ...DEFAULT_POLICY.timeouts, importMs: 120_000 } };
+    const scanned = await scan({ results: traces, env: site, python: testPython('verifiers-v1'), workers: 1, policy, onExploit: (rollout) => throughEnv.push(rollout.line) });
+    expect(throughEnv).toEqual(exploitLines);
+    expect(scanned.record.rollouts).toMatchObject({ total: PLAN.length, exploit: 6, error: 0, reward_mismatch: 0 });
+    expect(scanned.record.verifier.spec).toBe(`${site} (weighted total)`);
+  }, 300_000);
 });
 
 describe('scanning the results.jsonl the classic library (0.3) writes', () => {

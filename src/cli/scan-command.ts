@@ -56,7 +56,7 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
     .description('find reward hacking in real rollouts: re-score each rewarded completion under other golds, as the gate does')
     .requiredOption('--results <file>', 'the rollouts: vf-eval traces.jsonl (0.4), results.jsonl (0.3), or a JSONL with completion and answer fields')
     .option('--reward <spec>', 'the verifier: pkg.module:fn or path/to/file.py:fn')
-    .option('--env <id-or-dir>', 'score through an environment instead of --reward (not supported yet)')
+    .option('--env <id-or-dir>', 'score through an environment\'s own path instead of --reward: a package directory, module name or hub id (its weighted total)')
     .option('--field <name=key>', 'where a plain JSONL keeps a field: completion, answer, prompt, reward, step, id, info (repeatable or comma-separated)', collect, [])
     .addOption(new Option('--answer-type <type>', 'answer type (default: inferred from each gold)').choices([...ANSWER_TYPES, 'auto']).default('auto'))
     .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
@@ -79,13 +79,10 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
         });
       }
       const options = parsed.data;
-      if (options.env !== undefined) {
-        throw new GatekeptError('BAD_ARGUMENT', '--env is not supported by scan yet', {
-          suggestion: 'pass the environment\'s reward function with --reward module:fn (or path/to/file.py:fn)',
+      if ((options.reward === undefined) === (options.env === undefined)) {
+        throw new GatekeptError('BAD_ARGUMENT', 'give exactly one of --reward or --env to re-score the rollouts with', {
+          suggestion: 'pass --reward module:fn (or path/to/file.py:fn), or --env with a package directory or an installed module name',
         });
-      }
-      if (options.reward === undefined) {
-        throw new GatekeptError('BAD_ARGUMENT', 'no verifier to re-score the rollouts with', { suggestion: 'pass --reward module:fn or --reward path/to/file.py:fn' });
       }
       const { reportFormatFor } = await import('../report/render-report.js');
       // A report name with no known format fails now, not after the scan.
@@ -99,7 +96,8 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
         const { scan } = await import('../scan/scan.js');
         const result = await scan({
           results: options.results,
-          reward: options.reward,
+          ...(options.reward !== undefined ? { reward: options.reward } : {}),
+          ...(options.env !== undefined ? { env: options.env } : {}),
           fields: options.field,
           answerType: options.answerType,
           ...(options.choices ? { choices: options.choices } : {}),

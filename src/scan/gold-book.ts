@@ -43,7 +43,12 @@ export class GoldBook {
     return detectAnswerType(gold, this.options.choicesGiven ? this.options.choices : undefined);
   }
 
-  get(gold: string): GoldEntry {
+  /**
+   * The gold's plan and levels. A gold seen first is calibrated on the
+   * prompt and info of the rollout it came with: a verifier that reads the
+   * row (an environment's own path, a list of aliases) is calibrated on one.
+   */
+  get(gold: string, context: { prompt: string | null; info: Record<string, unknown> }): GoldEntry {
     const known = this.entries.get(gold);
     if (known) {
       // Most recently used last: the first key is the one to forget.
@@ -55,7 +60,7 @@ export class GoldBook {
     // One plan per gold whatever row it came from: row 0 seeds it, so the same gold always gets the same alternates.
     const plan = planGold({ index: 0, answer: gold, prompt: null, info: {} }, type, this.options.choices, this.options.seed);
     const probes = calibrationProbes(gold, plan.context.wrong[0]!);
-    const levels = this.options.evaluate(probes.map((probe) => ({ completion: probe.completion, answer: gold, prompt: null }))).then((results) => computeLevels(probes, results));
+    const levels = this.options.evaluate(probes.map((probe) => ({ completion: probe.completion, answer: gold, prompt: context.prompt, info: context.info }))).then((results) => computeLevels(probes, results));
     levels.catch(() => undefined);
     const entry = { plan, levels };
     this.calibrated += 1;

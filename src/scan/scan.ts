@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHOICES } from '../audit/answer-values.js';
@@ -10,6 +11,7 @@ import { parseVerifierSpec, type EvalRequest, type EvalResult } from '../runtime
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
 import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
+import { openEnvScoring } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
 import { openRollouts, parseFieldMap, type Rollout } from './read-rollouts.js';
 import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
@@ -29,8 +31,14 @@ import type { Levels } from '../audit/calibrate.js';
 export interface ScanOptions {
   /** The rollouts: a vf-eval traces.jsonl / results.jsonl, or a plain JSONL. */
   results: string;
-  /** The verifier: `pkg.module:fn` or `path/to/file.py:fn`. */
-  reward: string;
+  /** The verifier: `pkg.module:fn` or `path/to/file.py:fn`. Give this or `env`. */
+  reward?: string;
+  /**
+   * An environment (a package directory or an installed module name) whose
+   * weighted total scores the rollouts, through its own path as `audit --env`
+   * gates it. Give this or `reward`.
+   */
+  env?: string;
   /** `completion=response,answer=ground_truth` mappings for a plain JSONL. */
   fields?: readonly string[];
   answerType?: AnswerType | 'auto';
@@ -77,14 +85,25 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
   const policy = { ...(options.policy ?? DEFAULT_POLICY), ...(options.seed === undefined ? {} : { seed: options.seed }) };
   const fields = parseFieldMap(options.fields ?? []);
   const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
-  const target = parseVerifierSpec(options.reward, cwd);
+  if ((options.reward === undefined) === (options.env === undefined)) {
+    throw new GatekeptError('BAD_ARGUMENT', 'give exactly one of a verifier (--reward) or an environment (--env) to score the rollouts with', {
+      suggestion: 'pass --reward module:fn (or path/to/file.py:fn), or --env with a package directory or module name',
+    });
+  }
   const source = await openRollouts(path.resolve(cwd, options.results), fields);
+  const python = resolvePython(options.python, cwd);
+  const spec = options.env === undefined ? null : envSpec(options.env, cwd);
+  // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
+  const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
+  const scoring = spec === null ? null : await openEnvScoring({ spec, python, pythonpath, importMs: policy.timeouts.importMs, memoryMb: policy.limits.memoryMb, ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
+  const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
   const pool = WorkerPool.start({
-    python: resolvePython(options.python, cwd),
+    python,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     target,
-    pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
-    completionFormat: options.completionFormat ?? 'messages',
+    pythonpath,
+    // The environment's shim takes the completion as text, as audit --env calls it.
+    completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
     callTimeoutMs: policy.timeouts.callMs,
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
@@ -120,7 +139,12 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
       chunk = [];
       if (running.length >= CHUNKS_IN_FLIGHT) commit(await running.shift()!);
     };
-    for await (const rollout of source.rollouts) {
+    for await (const read of source.rollouts) {
+      const rollout = scoring ? scoring.place(read) : read;
+      if (rollout === null) {
+        tally.add(read, { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] }, null, `no row of environment ${options.env} has its prompt and answer`);
+        continue;
+      }
       chunk.push(rollout);
       if (chunk.length >= CHUNK) await flush();
     }
@@ -132,7 +156,7 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     const record = buildScanRecord({
       file: options.results,
       layout: source.layout ?? 'plain',
-      spec: options.reward,
+      spec: options.env !== undefined ? `${options.env} (weighted total)` : options.reward!,
       isolation: pool.isolation,
       policy,
       tally,
@@ -143,8 +167,14 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     });
     return { decision: record.decision, exitCode: record.decision === 'PASS' ? 0 : 1, record };
   } finally {
-    await pool.close();
+    await Promise.all([pool.close(), scoring?.close()]);
   }
+}
+
+/** An environment given as a directory is its absolute path; anything else is a module name or hub id. */
+function envSpec(env: string, cwd: string): string {
+  const candidate = path.resolve(cwd, env);
+  return existsSync(candidate) && statSync(candidate).isDirectory() ? candidate : env;
 }
 
 /** Judge one chunk of rollouts: their golds' levels, their rewards, then the invariance test. */
@@ -154,7 +184,7 @@ async function judgeChunk(
   evaluate: (requests: EvalRequest[]) => Promise<EvalResult[]>,
   broken: Map<string, Levels['broken']>,
 ): Promise<Outcome[]> {
-  const entries = rollouts.map((rollout) => book.get(rollout.answer));
+  const entries = rollouts.map((rollout) => book.get(rollout.answer, rollout));
   const scans = rollouts.map((rollout, index) => asCandidate(rollout.completion, entries[index]!.plan));
   const request = (rollout: Rollout, answer = rollout.answer): EvalRequest => ({
     completion: rollout.completion,
