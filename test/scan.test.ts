@@ -4,6 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
+import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { scan, type ScanResult } from '../src/scan/scan.js';
 import type { Rollout } from '../src/scan/read-rollouts.js';
@@ -167,5 +168,25 @@ describe('gatekept scan (CLI)', () => {
     const vacuous = await cli(['--results', TRL, '--reward', SOUND, '--policy', badPolicy]);
     expect(vacuous.exitCode).toBe(2);
     expect(vacuous.stderr).toMatch(/scan\.max_exploit_rate_ci_hi/);
+  });
+});
+
+describe('audit --env --results: the exploit rate beside the reward distribution', () => {
+  const samples = Array.from({ length: 40 }, (_, index) => ({ line: index + 1, reward: index % 2, malformed: false }));
+  const results = { file: 'traces.jsonl', layout: 'verifiers-v1', samples };
+
+  it('warns with the exploits a scan of the same rollouts found, and keeps them in the evidence', () => {
+    const scanned = { judged: 40, exploits: 6, point: 0.15, hi: 0.2955, bound: 0.05, rejected: true, lines: [25, 27] };
+    const check = checkRewardDistribution(results, 'verifiers-v1', scanned);
+    expect(check.status).toBe('WARN');
+    expect(check.justification).toMatch(/6 of 40 rollouts are exploits \(rate 0\.15, upper bound 0\.2955 not below 0\.05; first at line 25, 27\)/);
+    expect(check.evidence.exploit_scan).toEqual({ judged: 40, exploits: 6, rate: 0.15, ci_hi: 0.2955, bound: 0.05, lines: [25, 27] });
+  });
+
+  it('passes a clean scan, and names a scan that could not run', () => {
+    const clean = checkRewardDistribution(results, 'verifiers-v1', { judged: 40, exploits: 0, point: 0, hi: 0.09, bound: 0.05, rejected: true, lines: [] });
+    expect(clean.status).toBe('PASS');
+    const skipped = checkRewardDistribution(results, 'verifiers-v1', 'not scanned: line 3 has no answer');
+    expect(skipped.evidence.exploit_scan).toEqual({ skipped: 'not scanned: line 3 has no answer' });
   });
 });

@@ -32,11 +32,17 @@ export interface EnvScoringOptions {
   importMs: number;
   memoryMb: number;
   sandbox?: SandboxMode;
+  /** The environment's rows, when the caller has loaded it already (audit --env): it is not loaded again. */
+  rows?: readonly EnvRow[];
 }
 
-const key = (prompt: string | null, answer: string): string => `${(prompt ?? '').trim()}\u241f${answer.trim()}`;
+export interface EnvRow {
+  prompt: string | null;
+  answer: string | null;
+}
 
-export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvScoring> {
+/** The environment's rows, read by loading it once outside the workers. */
+async function loadRows(options: EnvScoringOptions): Promise<readonly EnvRow[]> {
   const inspected = await inspectEnv({
     spec: options.spec,
     python: options.python,
@@ -51,8 +57,15 @@ export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvSco
       suggestion: 'check it with gatekept audit --env first, or pass its reward function with --reward',
     });
   }
+  return inspected.rows;
+}
+
+const key = (prompt: string | null, answer: string): string => `${(prompt ?? '').trim()}\u241f${answer.trim()}`;
+
+export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvScoring> {
+  const rows = options.rows ?? (await loadRows(options));
   const byPrompt = new Map<string, number>();
-  inspected.rows.forEach((row, index) => {
+  rows.forEach((row, index) => {
     if (row.answer !== null && !byPrompt.has(key(row.prompt, row.answer))) byPrompt.set(key(row.prompt, row.answer), index);
   });
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-scan-shim-${process.pid}-`));
@@ -68,7 +81,7 @@ export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvSco
     reward: `${path.join(dir, 'env_shim.py')}:reward`,
     place(rollout) {
       let row = byPrompt.get(key(rollout.prompt, rollout.answer));
-      if (row === undefined && /^\d+$/.test(rollout.id) && inspected.rows[Number(rollout.id)]?.answer?.trim() === rollout.answer.trim()) row = Number(rollout.id);
+      if (row === undefined && /^\d+$/.test(rollout.id) && rows[Number(rollout.id)]?.answer?.trim() === rollout.answer.trim()) row = Number(rollout.id);
       return row === undefined ? null : { ...rollout, info: { ...rollout.info, gatekept_row: row } };
     },
     close: () => rm(dir, { recursive: true, force: true }),

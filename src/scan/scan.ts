@@ -11,7 +11,7 @@ import { parseVerifierSpec, type EvalRequest, type EvalResult } from '../runtime
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
 import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
-import { openEnvScoring } from './env-scoring.js';
+import { openEnvScoring, type EnvRow } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
 import { openRollouts, parseFieldMap, type Rollout } from './read-rollouts.js';
 import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
@@ -39,6 +39,8 @@ export interface ScanOptions {
    * gates it. Give this or `reward`.
    */
   env?: string;
+  /** With `env`: its rows, when the caller has loaded it already. */
+  envRows?: readonly EnvRow[];
   /** `completion=response,answer=ground_truth` mappings for a plain JSONL. */
   fields?: readonly string[];
   answerType?: AnswerType | 'auto';
@@ -95,7 +97,7 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
   // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
   const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
-  const scoring = spec === null ? null : await openEnvScoring({ spec, python, pythonpath, importMs: policy.timeouts.importMs, memoryMb: policy.limits.memoryMb, ...(options.sandbox ? { sandbox: options.sandbox } : {}) });
+  const scoring = spec === null ? null : await openEnvScoring({ spec, python, pythonpath, importMs: policy.timeouts.importMs, memoryMb: policy.limits.memoryMb, ...(options.sandbox ? { sandbox: options.sandbox } : {}), ...(options.envRows ? { rows: options.envRows } : {}) });
   const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
   const pool = WorkerPool.start({
     python,
