@@ -122,6 +122,17 @@ describe('gatekept scan over a TRL-style dump', () => {
   });
 });
 
+describe('a verifier that cannot be judged', () => {
+  it('rejects with nothing judged, and says why for each gold and rollout', async () => {
+    const result = await scan({ results: TRL, reward: path.join(FIXTURES, 'raising.py:reward'), fields: FIELDS, python, workers: 1 });
+    expect(result.record.rollouts).toMatchObject({ total: 40, error: 40, judged: 0 });
+    expect(result.decision).toBe('REJECT');
+    expect(result.record.reasons.map((reason) => reason.code)).toEqual(['NOTHING_JUDGED', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN']);
+    expect(result.record.reasons[1]!.message).toMatch(/raised on a valid answer for gold "42" \(ValueError: cannot parse '42'\)/);
+    expect(result.record.top.error[0]!.error).toBe('its gold "42" could not be calibrated (gold-failed)');
+  });
+});
+
 describe('gatekept scan (CLI)', () => {
   it('prints the record with --json and writes Markdown and HTML reports; exit 1 on REJECT', async () => {
     const md = path.join(scratch, 'scan.md');

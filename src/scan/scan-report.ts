@@ -37,7 +37,7 @@ function countsLine(record: ScanRecord): string {
 function exampleLine(example: ScanExample, limit: number): string {
   const where = `line ${example.line}${example.id !== `line ${example.line}` ? ` (${example.id})` : ''}${example.step !== null ? ` step ${example.step}` : ''}`;
   const paid = example.rewarded_under.length > 1 ? ` paid under ${example.rewarded_under.map((gold) => JSON.stringify(gold)).join(', ')}` : '';
-  const rewards = example.kind === 'exploit' || example.recorded === null ? '' : ` recorded ${example.recorded}, now ${example.reward ?? 'no reward'}`;
+  const rewards = example.error !== null ? ` ${example.error};` : example.kind === 'exploit' || example.recorded === null ? '' : ` recorded ${example.recorded}, now ${example.reward ?? 'no reward'}`;
   return `${where} [${example.shape}] gold ${JSON.stringify(example.answer)}:${paid}${rewards} ${`"${showShort(example.completion, limit)}"`}`;
 }
 
@@ -110,7 +110,7 @@ export function renderScanMarkdown(record: ScanRecord): string {
         '<details>',
         `<summary>line ${example.line} (${cell(example.id)})${example.step !== null ? `, step ${example.step}` : ''}: ${example.shape}, gold <code>${cell(example.answer).replace(/</g, '&lt;')}</code></summary>`,
         '',
-        `${example.invariant ?? example.kind}${paid}${rewards}`,
+        `${example.error ?? example.invariant ?? example.kind}${paid}${rewards}`,
         '',
         fence(foldedText(example.completion)),
         '',

@@ -31,6 +31,8 @@ export interface ScanExample {
   reward: number | null;
   rewarded_under: string[];
   invariant: string | null;
+  /** Why a rollout was not judged. */
+  error: string | null;
 }
 
 export interface ShapeCount {
@@ -78,6 +80,7 @@ export class ScanTally {
       reward,
       rewarded_under: judged.rewardedUnder,
       invariant: judged.invariant,
+      error: judged.kind === 'error' ? error : null,
     });
     keep(this.top[judged.kind], judged.rewardedUnder.length, example);
     if (rollout.recorded !== null && reward !== null && Math.abs(rollout.recorded - reward) > MISMATCH_TOLERANCE) {
