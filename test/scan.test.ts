@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { RateAlong, REPORTED_BUCKETS } from '../src/scan/rate-along.js';
 import { scan, type ScanResult } from '../src/scan/scan.js';
 import type { Rollout } from '../src/scan/read-rollouts.js';
 
@@ -199,5 +200,27 @@ describe('audit --env --results: the exploit rate beside the reward distribution
     expect(clean.status).toBe('PASS');
     const skipped = checkRewardDistribution(results, 'verifiers-v1', 'not scanned: line 3 has no answer');
     expect(skipped.evidence.exploit_scan).toEqual({ skipped: 'not scanned: line 3 has no answer' });
+  });
+});
+
+describe('the rate along a long file', () => {
+  it('keeps a bounded number of buckets and loses no rollout', () => {
+    const along = new RateAlong();
+    // 20,000 steps, one rollout each, hacking from step 15,000 on.
+    for (let step = 0; step < 20_000; step += 1) along.add(step, step >= 15_000);
+    const { axis, buckets } = along.result();
+    expect(axis).toBe('step');
+    expect(buckets.length).toBeLessThanOrEqual(REPORTED_BUCKETS);
+    expect(buckets.reduce((sum, bucket) => sum + bucket.rollouts, 0)).toBe(20_000);
+    expect(buckets.reduce((sum, bucket) => sum + bucket.exploits, 0)).toBe(5_000);
+    expect(buckets[0]!.rate).toBe(0);
+    expect(buckets.at(-1)!.rate).toBe(1);
+    expect(buckets.at(-1)!.to).toBe(19_999);
+  });
+
+  it('falls back to file order when the rollouts have no step', () => {
+    const along = new RateAlong();
+    for (let index = 0; index < 10; index += 1) along.add(null, index === 9);
+    expect(along.result()).toMatchObject({ axis: 'order', buckets: [{ from: 1, to: 1 }, {}, {}, {}, {}, {}, {}, {}, {}, { from: 10, to: 10, rate: 1 }] });
   });
 });
