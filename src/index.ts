@@ -28,3 +28,9 @@ export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit
 export { formatEnvScorecard } from './env-audit/scorecard.js';
 export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult } from './env-audit/record.js';
 export { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from './runtime/sandbox.js';
+export { scan, type ScanOptions, type ScanResult } from './scan/scan.js';
+export { SCAN_SCHEMA, type ScanRecord } from './scan/scan-record.js';
+export { formatScanSummary, renderScanMarkdown, writeScanReport } from './scan/scan-report.js';
+export { renderScanHtml } from './scan/scan-html.js';
+export { AttackEmitter } from './scan/emit-attacks.js';
+export { withAttackFiles, attackProblems } from './audit/attack-files.js';

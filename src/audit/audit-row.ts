@@ -4,7 +4,7 @@ import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
 import { isRewarded, screen, settle, statesSeveral, type AlternateOutcome, type Verdict } from './judge.js';
-import type { GoldPlan } from './plan-audit.js';
+import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
 import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
@@ -112,15 +112,7 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
 
   // The invariance test: every rewarded candidate again, under alternate golds
   // (and every hedge paid partial credit, where a fresh gold gives it a baseline).
-  const alternateContext: AlternateContext = {
-    gold: plan.row.answer,
-    type: plan.context.type,
-    choices: plan.context.choices,
-    wrong: plan.context.wrong,
-    fresh: plan.alternate,
-    twin: plan.context.twin,
-    freshTwin: plan.freshTwin,
-  };
+  const alternateContext: AlternateContext = alternateContextOf(plan);
   const screensPartial = (plan.alternate !== null || plan.freshTwin !== undefined) && (plan.context.type === 'numeric' || plan.context.type === 'string');
   const screens = screen({ candidates, results: attackResults, levels: () => levels, partial: screensPartial });
   const pending: { index: number; answers: string[] }[] = [];

@@ -52,7 +52,7 @@ function buildFamilySchema() {
     .strict();
 }
 
-type FamilyFile = z.output<ReturnType<typeof buildFamilySchema>>;
+export type FamilyFile = z.output<ReturnType<typeof buildFamilySchema>>;
 
 let familySchema: ReturnType<typeof buildFamilySchema> | undefined;
 
@@ -119,14 +119,19 @@ function isFamilyFile(value: unknown): value is FamilyFile {
   );
 }
 
-/** Validate one family file: the quick check first, the schema for its verdict and errors. */
-function validateFamily(value: unknown, name: string): FamilyFile {
+/**
+ * Validate one family file: the quick check first, the schema for its
+ * verdict and errors. A shipped file that fails is an internal error; a
+ * user's file (`code` BAD_ARGUMENT) is bad input.
+ */
+export function validateFamily(value: unknown, name: string, code: 'INTERNAL' | 'BAD_ARGUMENT' = 'INTERNAL'): FamilyFile {
   if (isFamilyFile(value)) return value;
   familySchema ??= buildFamilySchema();
   const parsed = familySchema.safeParse(value, { jitless: true });
   if (!parsed.success) {
-    throw new GatekeptError('INTERNAL', `attack family ${name} is invalid`, {
+    throw new GatekeptError(code, `attack family ${name} is invalid`, {
       details: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`),
+      ...(code === 'BAD_ARGUMENT' ? { suggestion: 'fix the fields listed; attacks/README.md documents the format' } : {}),
     });
   }
   return parsed.data;
@@ -193,25 +198,32 @@ async function readCorpus(dir: string): Promise<Corpus> {
   for (const [index, name] of names.entries()) {
     const text = texts[index]!;
     hash.update(`${name}\n${text}\n`);
-    const family = validateFamily(JSON.parse(text), name);
-    const attacks = family.attacks.map((raw): Attack => {
-      if (seen.has(raw.id)) throw new GatekeptError('INTERNAL', `duplicate attack id ${raw.id} in ${name}`);
-      seen.add(raw.id);
-      return {
-        id: raw.id,
-        family: family.family,
-        severity: raw.severity,
-        appliesTo: raw.applies_to,
-        template: raw.template,
-        formats: raw.formats,
-        positions: raw.positions ?? null,
-        gFree: raw.g_free ?? false,
-        hackIf: raw.hack_if ?? 'rewarded',
-        eachLabel: raw.each_label ?? false,
-        commitsTo: raw.commits_to,
-      };
-    });
-    families.push({ family: family.family, title: family.title, exploits: family.exploits, hardening: family.hardening, attacks });
+    families.push(familyOf(validateFamily(JSON.parse(text), name), seen, (id) => new GatekeptError('INTERNAL', `duplicate attack id ${id} in ${name}`)));
   }
   return { version, hash: hash.digest('hex'), families };
+}
+
+/**
+ * A validated family file as the engine holds it. `seen` holds the attack
+ * ids met so far: an id met again is `duplicate`'s error.
+ */
+export function familyOf(family: FamilyFile, seen: Set<string>, duplicate: (id: string) => Error): Family {
+  const attacks = family.attacks.map((raw): Attack => {
+    if (seen.has(raw.id)) throw duplicate(raw.id);
+    seen.add(raw.id);
+    return {
+      id: raw.id,
+      family: family.family,
+      severity: raw.severity,
+      appliesTo: raw.applies_to,
+      template: raw.template,
+      formats: raw.formats,
+      positions: raw.positions ?? null,
+      gFree: raw.g_free ?? false,
+      hackIf: raw.hack_if ?? 'rewarded',
+      eachLabel: raw.each_label ?? false,
+      commitsTo: raw.commits_to,
+    };
+  });
+  return { family: family.family, title: family.title, exploits: family.exploits, hardening: family.hardening, attacks };
 }

@@ -61,7 +61,7 @@ function shapeHint(reason: { status: string; detail: string }, format: Completio
     : '; completions were passed as plain strings: if the verifier reads chat messages (completion[-1]["content"]), leave out --completion-format string';
 }
 
-function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
+export function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
   const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
   switch (reason.kind) {
     case 'gold-failed':

@@ -64,6 +64,8 @@ export interface GateOptions {
   onProgress?: (done: number, total: number) => void;
   /** Also check that every dataset row's gold, in this format, is rewarded above a wrong answer (packing). */
   goldCheck?: GoldCheckRequest;
+  /** Attack files of the user's own, in the corpus format, added to the built-in corpus (see attack-files.ts). */
+  attacks?: readonly string[];
   /** Observes every batch of requests sent to the verifier (benchmarks and tracing). */
   onRequests?: (requests: readonly EvalRequest[]) => void;
 }
@@ -176,7 +178,8 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     if (rows <= ROWS_IN_FLIGHT) void openFresh();
   });
   try {
-    [corpus, plan] = await Promise.all([loadCorpus(), planning]);
+    const corpusLoading = options.attacks && options.attacks.length > 0 ? addAttackFiles(options.attacks, cwd) : loadCorpus();
+    [corpus, plan] = await Promise.all([corpusLoading, planning]);
     planMs = performance.now() - started;
   } catch (error) {
     await Promise.all([pool.close(), closeFresh()]);
@@ -273,6 +276,12 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     evaluator.dispose();
     await Promise.all([pool.close(), closeFresh()]);
   }
+}
+
+/** The built-in corpus and the user's attack files, loaded only when there are any. */
+async function addAttackFiles(files: readonly string[], cwd: string): Promise<Awaited<ReturnType<typeof loadCorpus>>> {
+  const { withAttackFiles } = await import('./attack-files.js');
+  return withAttackFiles(await loadCorpus(), files, cwd);
 }
 
 interface RowsSettings extends Omit<RowSettings, 'onCandidates'> {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, optionTexts, shapeTwin, wrongValues, type CustomFormat } from './answer-values.js';
 import type { GoldContext } from './expand-candidates.js';
+import type { AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
@@ -28,6 +29,19 @@ export interface GoldPlan {
   /** String answers with digits: a second twin of the gold (see shapeTwin), always an alternate too. */
   freshTwin?: string;
   context: GoldContext;
+}
+
+/** What the invariance test needs of a planned gold to choose its alternate golds. */
+export function alternateContextOf(plan: GoldPlan): AlternateContext {
+  return {
+    gold: plan.row.answer,
+    type: plan.context.type,
+    choices: plan.context.choices,
+    wrong: plan.context.wrong,
+    fresh: plan.alternate,
+    twin: plan.context.twin,
+    freshTwin: plan.freshTwin,
+  };
 }
 
 export interface AuditPlan {
@@ -81,7 +95,7 @@ function resolveAnswerType(rows: readonly DatasetRow[], requested: AnswerType | 
   return types.size === 1 ? [...types][0]! : 'string';
 }
 
-function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[], seed: number): GoldPlan {
+export function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[], seed: number): GoldPlan {
   const rng = makeRng(seed, 'gold', row.index, row.answer);
   const wrong = wrongValues(row.answer, type, WRONG_COUNT, rng, choices);
   if (wrong.length === 0) {

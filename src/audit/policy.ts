@@ -24,6 +24,7 @@ const DEFAULTS = {
   timeouts: { call_ms: 10_000, import_ms: 30_000, total_s: 900 },
   limits: { memory_mb: 2048 },
   env_audit: { weights: { integrity: 2, reward_design: 4, dataset_health: 2, contamination: 1, reward_distribution: 1 } },
+  scan: { max_exploit_rate_ci_hi: 0.05 },
 };
 
 /** The interpreter alone reserves tens of MiB of address space before any verifier code runs. */
@@ -80,6 +81,17 @@ function buildPolicyFileSchema() {
     })
     .strict();
 
+  /** `gatekept scan`: the bound on the upper limit of the exploit rate's interval over real rollouts. */
+  const scanSchema = z
+    .object({
+      max_exploit_rate_ci_hi: z
+        .number()
+        .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
+        .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few rollouts are judged, so a bound of 1 rejects nothing' })
+        .default(DEFAULTS.scan.max_exploit_rate_ci_hi),
+    })
+    .strict();
+
   return z
     .object({
       max_hackability: z
@@ -103,6 +115,7 @@ function buildPolicyFileSchema() {
       timeouts: timeoutsSchema.default({ ...DEFAULTS.timeouts }),
       limits: limitsSchema.default({ ...DEFAULTS.limits }),
       env_audit: envAuditSchema.default({ weights: { ...weights } }),
+      scan: scanSchema.default({ ...DEFAULTS.scan }),
     })
     .strict()
     .superRefine((policy, context) => {
@@ -139,6 +152,8 @@ export interface GatePolicy {
   timeouts: { callMs: number; importMs: number; totalS: number };
   limits: { memoryMb: number };
   envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
+  /** `gatekept scan`: reject when the exploit rate's interval reaches this upper limit. */
+  scan: { maxExploitRateCiHi: number };
 }
 
 function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
@@ -159,6 +174,7 @@ function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
     },
     limits: { memoryMb: parsed.limits.memory_mb },
     envAudit: { weights: { ...parsed.env_audit.weights } },
+    scan: { maxExploitRateCiHi: parsed.scan.max_exploit_rate_ci_hi },
   };
 }
 
@@ -232,13 +248,14 @@ function section(value: unknown, keys: readonly string[]): Record<string, unknow
  * schema costs more than that start's other work.
  */
 export function checkedPolicy(input: unknown): PolicyOutput | null {
-  const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'budget', 'timeouts', 'limits', 'env_audit']);
+  const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'budget', 'timeouts', 'limits', 'env_audit', 'scan']);
   if (top === null) return null;
   const budget = section(top.budget, ['rows', 'bootstrap_resamples', 'confidence']);
   const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s']);
   const limits = section(top.limits, ['memory_mb']);
   const envAudit = section(top.env_audit, ['weights']);
-  if (!budget || !timeouts || !limits || !envAudit) return null;
+  const scan = section(top.scan, ['max_exploit_rate_ci_hi']);
+  if (!budget || !timeouts || !limits || !envAudit || !scan) return null;
   const weightNames = ['integrity', 'reward_design', 'dataset_health', 'contamination', 'reward_distribution'] as const;
   const givenWeights = section(envAudit.weights, weightNames);
   if (!givenWeights) return null;
@@ -265,6 +282,8 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
     weights[name] = weight;
   }
   if (!Object.values(weights).some((weight) => weight > 0)) return null;
+  const maxExploitCiHi = pick(scan.max_exploit_rate_ci_hi, DEFAULTS.scan.max_exploit_rate_ci_hi);
+  if (!above(maxExploitCiHi, 0, 1)) return null;
   return {
     max_hackability: maxHackability,
     max_hack_rate_ci_hi: maxCiHi,
@@ -274,6 +293,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
     timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS },
     limits: { memory_mb: memoryMb },
     env_audit: { weights },
+    scan: { max_exploit_rate_ci_hi: maxExploitCiHi },
   };
 }
 

@@ -64,6 +64,7 @@ export const gateOptionsSchema = () =>
       python: z.string().optional(),
       sandbox: z.enum(SANDBOX_MODES).default('auto'),
       pythonpath: z.array(z.string()).default([]),
+      attacks: z.array(z.string().min(1, 'give an attack file, e.g. my-attacks.json')).default([]),
       completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
       workers: integer('--workers')
         .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
@@ -106,8 +107,10 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
   if (answerType === null || sandbox === null || completionFormat === null) return null;
   const format = options.format === undefined ? [] : options.format;
   const pythonpath = options.pythonpath === undefined ? [] : options.pythonpath;
+  const attacks = options.attacks === undefined ? [] : options.attacks;
   if (!Array.isArray(format) || !format.every((value) => isText(value) && isFormat(value))) return null;
   if (!Array.isArray(pythonpath) || !pythonpath.every(isText)) return null;
+  if (!Array.isArray(attacks) || !attacks.every(isName)) return null;
   let choices: string[] | undefined;
   if (options.choices !== undefined) {
     if (!isText(options.choices)) return null;
@@ -140,6 +143,7 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
     ...(python === undefined ? {} : { python }),
     sandbox,
     pythonpath: [...pythonpath],
+    attacks: [...attacks],
     completionFormat,
     ...(workers === undefined ? {} : { workers }),
   };

@@ -74,6 +74,7 @@ const OPTION_FLAGS: Record<string, string> = {
   workers: '--workers',
   sandbox: '--sandbox',
   report: '--report',
+  attacks: '--attacks',
 };
 
 /** Validate commander's raw options; every invalid option on its own line. */
@@ -119,6 +120,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
+    .option('--attacks <file>', 'add an attack file in the corpus format to the built-in corpus, e.g. one scan --emit-attacks wrote (repeatable)', collect, [])
     .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
     .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
@@ -147,6 +149,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
           python: resolvePython(options.python),
           sandbox: options.sandbox,
           pythonpath: options.pythonpath,
+          ...(options.attacks.length > 0 ? { attacks: options.attacks } : {}),
           completionFormat: options.completionFormat,
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
           ...(progress ? { onProgress: progress.update } : {}),
@@ -258,7 +261,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
 }
 
 /**
- * `smoke` and `audit` are loaded only when they may run: `gate`, `pack` and
+ * `smoke`, `audit` and `scan` are loaded only when they may run: `gate`, `pack` and
  * `--version` start without their modules (and the schemas those build);
  * anything else (those commands, `--help`, a mistyped name) gets the whole
  * program.
@@ -267,8 +270,12 @@ const WITHOUT_OTHER_COMMANDS: ReadonlySet<string> = new Set(['gate', 'pack', '--
 
 async function otherCommands(argv: readonly string[]): Promise<((io: Io, setExit: (code: ExitCode) => void) => Command)[]> {
   if (argv[0] !== undefined && WITHOUT_OTHER_COMMANDS.has(argv[0])) return [];
-  const [{ smokeCommand }, { auditCommand }] = await Promise.all([import('./smoke-command.js'), import('./audit-command.js')]);
-  return [smokeCommand, auditCommand];
+  const [{ smokeCommand }, { auditCommand }, { scanCommand }] = await Promise.all([
+    import('./smoke-command.js'),
+    import('./audit-command.js'),
+    import('./scan-command.js'),
+  ]);
+  return [smokeCommand, auditCommand, scanCommand];
 }
 
 export async function buildProgram(io: Io, setExit: (code: ExitCode) => void, argv: readonly string[] = []): Promise<Command> {

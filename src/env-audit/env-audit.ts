@@ -10,7 +10,7 @@ import { checkContamination } from './checks/contamination.js';
 import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
 import { checkRewardDesign, promptedFormat } from './checks/reward-design.js';
-import { checkRewardDistribution } from './checks/reward-distribution.js';
+import { checkRewardDistribution, type ExploitScan } from './checks/reward-distribution.js';
 import { gateThroughEnv, type EnvGateRow } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type LoadedEnv } from './inspect-env.js';
@@ -95,6 +95,19 @@ function weightedScore(checks: readonly CheckResult[], weights: GatePolicy['envA
   return weight === 0 ? 0 : Math.round((sum / weight) * 10) / 10;
 }
 
+/** How the environment's rewards are called, by the gate and by the scan of --results alike. */
+function scoringOptions(options: EnvAuditOptions, policy: GatePolicy, pythonpath: readonly string[]) {
+  return {
+    python: options.python ?? 'python3',
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    pythonpath,
+    policy,
+    answerType: options.answerType ?? 'auto',
+    ...(options.choices ? { choices: options.choices } : {}),
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+  };
+}
+
 async function auditRewards(
   options: EnvAuditOptions,
   loaded: LoadedEnv,
@@ -111,14 +124,8 @@ async function auditRewards(
   const common = {
     spec,
     rows,
-    python: options.python ?? 'python3',
-    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-    pythonpath,
-    policy,
-    answerType: options.answerType ?? 'auto',
-    ...(options.choices ? { choices: options.choices } : {}),
+    ...scoringOptions(options, policy, pythonpath),
     format: options.format ?? 'auto',
-    ...(options.workers !== undefined ? { workers: options.workers } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   };
   let total: AuditRecord;
@@ -150,6 +157,30 @@ async function auditRewards(
     rewards.push({ name: scorable[0]!.name, weight: Number(scorable[0]!.weight), audit: total });
   }
   return { total, rewards, skipped: null, refusedOption: false };
+}
+
+/**
+ * The rollouts of `--results` scanned through the environment's own path
+ * (`gatekept scan --env`): its exploits are reported beside the reward
+ * distribution. A file the scan cannot use is named, not fatal: the
+ * distribution check has read it already.
+ */
+async function scanResults(file: string, options: EnvAuditOptions, loaded: LoadedEnv, spec: string, policy: GatePolicy, pythonpath: readonly string[]): Promise<ExploitScan | string> {
+  const { scan } = await import('../scan/scan.js');
+  try {
+    const { record } = await scan({
+      results: file,
+      env: spec,
+      // Loaded once already: the scan matches rollouts to these rows without loading it again.
+      envRows: loaded.rows,
+      ...scoringOptions(options, policy, pythonpath),
+    });
+    const rate = record.exploit_rate;
+    return { judged: rate.n, exploits: rate.hacks, point: rate.point, hi: rate.hi, bound: rate.bound, rejected: rate.hi >= rate.bound, lines: record.top.exploit.map((example) => example.line) };
+  } catch (error) {
+    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${error.message}`;
+    throw error;
+  }
 }
 
 export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult> {
@@ -205,7 +236,8 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     refusedOption = gated.refusedOption;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
     const rewardDesign = checkRewardDesign(total, rewards, gated.skipped, promptedFormat(instructions));
-    checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind)];
+    const scanned = resultsFile === null ? null : await scanResults(resultsFile, options, inspected, spec, policy, pythonpath);
+    checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind, scanned)];
   }
 
   // 5. Score and decide: any FAIL rejects.

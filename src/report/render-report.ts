@@ -39,8 +39,15 @@ export function renderReport(record: ReportRecord, format: ReportFormat): string
  */
 export async function writeReport(record: ReportRecord, file: string): Promise<string> {
   const format = reportFormatFor(file);
+  return writeWhole(file, renderReport(record, format), { what: 'report', option: '--report' });
+}
+
+/**
+ * Write `text` to `file` whole or not at all (beside it, then renamed into
+ * place); its absolute path. `what` and `option` name the file in the error.
+ */
+export async function writeWhole(file: string, text: string, names: { what: string; option: string }): Promise<string> {
   const target = path.resolve(file);
-  const text = renderReport(record, format);
   const partial = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.partial`);
   try {
     await mkdir(path.dirname(target), { recursive: true });
@@ -48,8 +55,8 @@ export async function writeReport(record: ReportRecord, file: string): Promise<s
     await rename(partial, target);
   } catch (error) {
     await rm(partial, { force: true });
-    throw new GatekeptError('OUT_DIR_UNWRITABLE', `cannot write the report ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: 'choose a --report path in a directory you can write to',
+    throw new GatekeptError('OUT_DIR_UNWRITABLE', `cannot write the ${names.what} ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: `choose a ${names.option} path in a directory you can write to`,
       cause: error,
     });
   }

@@ -15,10 +15,25 @@ const MAX_MALFORMED_SHARE = 0.1;
 const LAYOUT_TEXT: Readonly<Record<string, string>> = { 'verifiers-v1': 'verifiers 0.4 traces', 'verifiers-v0': 'verifiers 0.3 results' };
 const KIND_TEXT: Readonly<Record<string, string>> = { 'verifiers-v1': 'a verifiers 0.4', 'verifiers-v0': 'a classic verifiers (0.3)' };
 
+/** What `gatekept scan` found in the same rollouts, reported beside the distribution. */
+export interface ExploitScan {
+  judged: number;
+  exploits: number;
+  point: number;
+  hi: number;
+  /** The policy's scan bound, and whether the scan rejected on it. */
+  bound: number;
+  rejected: boolean;
+  /** Lines of the first exploits. */
+  lines: number[];
+}
+
 export function checkRewardDistribution(
   results: { file: string; layout: string; samples: readonly RewardSample[] } | null,
   /** The environment's kind, when known: a results file of the other library's layout was written by another environment's run. */
   envKind: string | null = null,
+  /** The scan of the same rollouts through the environment's path; a string says why it could not run. */
+  scanned: ExploitScan | string | null = null,
 ): CheckResult {
   if (results === null) return notApplicable('reward_distribution', 'not checked: no --results file given');
   const rewards = results.samples.map((sample) => sample.reward).filter((value): value is number => value !== null);
@@ -38,6 +53,10 @@ export function checkRewardDistribution(
   if (malformedShare >= MAX_MALFORMED_SHARE) warnings.push(`${(malformedShare * 100).toFixed(0)}% of completions are malformed`);
   if (envKind !== null && envKind !== results.layout) {
     warnings.push(`the file holds ${LAYOUT_TEXT[results.layout] ?? results.layout} and the environment is ${KIND_TEXT[envKind] ?? envKind} one: check that it is this environment's run`);
+  }
+  // Rewards a policy earns whatever the answer is make the distribution's mean a measure of the hack, not of skill.
+  if (scanned !== null && typeof scanned !== 'string' && scanned.exploits > 0) {
+    warnings.push(`${scanned.exploits} of ${scanned.judged} rollouts are exploits (rate ${scanned.point}, upper bound ${scanned.hi}${scanned.rejected ? ` not below ${scanned.bound}` : ''}; first at line ${scanned.lines.join(', ')}): see gatekept scan`);
   }
   const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
   const round = (value: number) => Math.round(value * 10000) / 10000;
@@ -63,6 +82,11 @@ export function checkRewardDistribution(
       malformed,
       malformed_share: round(malformedShare),
       thresholds: { min_samples: MIN_SAMPLES, min_std: MIN_STD, max_zero_share: MAX_ZERO_SHARE, max_malformed_share: MAX_MALFORMED_SHARE },
+      ...(scanned === null
+        ? {}
+        : typeof scanned === 'string'
+          ? { exploit_scan: { skipped: scanned } }
+          : { exploit_scan: { judged: scanned.judged, exploits: scanned.exploits, rate: scanned.point, ci_hi: scanned.hi, bound: scanned.bound, lines: scanned.lines } }),
     },
   };
 }

@@ -1,0 +1,220 @@
+import { existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { DEFAULT_CHOICES } from '../audit/answer-values.js';
+import { infoUnder } from '../audit/invariance.js';
+import { DEFAULT_POLICY, type GatePolicy } from '../audit/policy.js';
+import { GatekeptError } from '../errors.js';
+import { resolvePython } from '../runtime/resolve-python.js';
+import type { SandboxMode } from '../runtime/sandbox.js';
+import { parseVerifierSpec, type EvalRequest, type EvalResult } from '../runtime/python-session.js';
+import { WorkerPool } from '../runtime/worker-pool.js';
+import type { AnswerType, CompletionFormat } from '../types.js';
+import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
+import { openEnvScoring, type EnvRow } from './env-scoring.js';
+import { GoldBook } from './gold-book.js';
+import { openRollouts, parseFieldMap, type Rollout } from './read-rollouts.js';
+import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
+import { ScanTally } from './tally.js';
+import type { Levels } from '../audit/calibrate.js';
+
+/**
+ * `gatekept scan`, top to bottom: open the verifier's workers and the
+ * rollout file; read the rollouts a chunk at a time; for each, plan and
+ * calibrate its gold (once per gold), score it under that gold, and settle
+ * every rewarded one with the gate's invariance test under alternate golds;
+ * tally what each rollout is; then the exploit rate, its interval and the
+ * decision. Chunks run a few at a time, so the workers always have calls
+ * while one chunk waits for its own, and memory stays bounded.
+ */
+
+export interface ScanOptions {
+  /** The rollouts: a vf-eval traces.jsonl / results.jsonl, or a plain JSONL. */
+  results: string;
+  /** The verifier: `pkg.module:fn` or `path/to/file.py:fn`. Give this or `env`. */
+  reward?: string;
+  /**
+   * An environment (a package directory or an installed module name) whose
+   * weighted total scores the rollouts, through its own path as `audit --env`
+   * gates it. Give this or `reward`.
+   */
+  env?: string;
+  /** With `env`: its rows, when the caller has loaded it already. */
+  envRows?: readonly EnvRow[];
+  /** `completion=response,answer=ground_truth` mappings for a plain JSONL. */
+  fields?: readonly string[];
+  answerType?: AnswerType | 'auto';
+  choices?: readonly string[];
+  policy?: GatePolicy;
+  seed?: number;
+  python?: string;
+  sandbox?: SandboxMode;
+  cwd?: string;
+  pythonpath?: readonly string[];
+  completionFormat?: CompletionFormat;
+  workers?: number;
+  /** Rollouts done, and the total estimated from the bytes read so far. */
+  onProgress?: (done: number, total: number) => void;
+  /** Every exploit, as it is found (for --emit-attacks). */
+  onExploit?: (rollout: Rollout, judged: Judged, type: AnswerType) => void;
+}
+
+export interface ScanResult {
+  decision: 'PASS' | 'REJECT';
+  exitCode: 0 | 1;
+  record: ScanRecord;
+}
+
+/** Rollouts per chunk, and chunks in flight at once. */
+const CHUNK = 256;
+const CHUNKS_IN_FLIGHT = 4;
+
+interface Outcome {
+  rollout: Rollout;
+  judged: Judged;
+  reward: number | null;
+  error: string | null;
+}
+
+function failure(result: EvalResult): string | null {
+  if (result.status === 'ok') return result.reward === null && result.nonFinite === null ? `returned ${result.rewardType || 'nothing'}, not a number` : null;
+  return result.error ? `${result.status}: ${result.error.type}: ${result.error.message}` : result.status;
+}
+
+export async function scan(options: ScanOptions): Promise<ScanResult> {
+  const started = performance.now();
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const policy = { ...(options.policy ?? DEFAULT_POLICY), ...(options.seed === undefined ? {} : { seed: options.seed }) };
+  const fields = parseFieldMap(options.fields ?? []);
+  const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
+  if ((options.reward === undefined) === (options.env === undefined)) {
+    throw new GatekeptError('BAD_ARGUMENT', 'give exactly one of a verifier (--reward) or an environment (--env) to score the rollouts with', {
+      suggestion: 'pass --reward module:fn (or path/to/file.py:fn), or --env with a package directory or module name',
+    });
+  }
+  const source = await openRollouts(path.resolve(cwd, options.results), fields);
+  const python = resolvePython(options.python, cwd);
+  const spec = options.env === undefined ? null : envSpec(options.env, cwd);
+  // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
+  const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
+  const scoring = spec === null ? null : await openEnvScoring({ spec, python, pythonpath, importMs: policy.timeouts.importMs, memoryMb: policy.limits.memoryMb, ...(options.sandbox ? { sandbox: options.sandbox } : {}), ...(options.envRows ? { rows: options.envRows } : {}) });
+  const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
+  const pool = WorkerPool.start({
+    python,
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    target,
+    pythonpath,
+    // The environment's shim takes the completion as text, as audit --env calls it.
+    completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
+    callTimeoutMs: policy.timeouts.callMs,
+    importTimeoutMs: policy.timeouts.importMs,
+    memoryMb: policy.limits.memoryMb,
+    workers: Math.max(1, options.workers ?? availableParallelism()),
+  });
+  let calls = 0;
+  const evaluate = async (requests: EvalRequest[]): Promise<EvalResult[]> => {
+    if (requests.length === 0) return [];
+    calls += requests.length;
+    return pool.evaluate(requests);
+  };
+  const book = new GoldBook({ answerType: options.answerType ?? 'auto', choices, choicesGiven: options.choices !== undefined, seed: policy.seed, evaluate });
+  const tally = new ScanTally();
+  const broken = new Map<string, Levels['broken']>();
+  try {
+    await pool.ready;
+    // Chunks are judged side by side and committed in file order.
+    const running: Promise<Outcome[]>[] = [];
+    const commit = (outcomes: Outcome[]): void => {
+      for (const outcome of outcomes) {
+        tally.add(outcome.rollout, outcome.judged, outcome.reward, outcome.error);
+        if (outcome.judged.kind === 'exploit') options.onExploit?.(outcome.rollout, outcome.judged, book.typeOf(outcome.rollout.answer));
+      }
+      // The total is a guess from the share of the file read so far.
+      const total = source.read === 0 ? tally.rollouts : Math.max(tally.rollouts, Math.round((tally.rollouts * source.bytes) / source.read));
+      options.onProgress?.(tally.rollouts, total);
+    };
+    let chunk: Rollout[] = [];
+    const flush = async (): Promise<void> => {
+      const pending = judgeChunk(chunk, book, evaluate, broken);
+      pending.catch(() => undefined);
+      running.push(pending);
+      chunk = [];
+      if (running.length >= CHUNKS_IN_FLIGHT) commit(await running.shift()!);
+    };
+    for await (const read of source.rollouts) {
+      const rollout = scoring ? scoring.place(read) : read;
+      if (rollout === null) {
+        tally.add(read, { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] }, null, `no row of environment ${options.env} has its prompt and answer`);
+        continue;
+      }
+      chunk.push(rollout);
+      if (chunk.length >= CHUNK) await flush();
+    }
+    if (chunk.length > 0) await flush();
+    while (running.length > 0) commit(await running.shift()!);
+    if (tally.rollouts === 0) {
+      throw new GatekeptError('BAD_DATASET', `results file ${options.results} holds no rollouts`, { suggestion: 'give the JSONL of a run that produced rollouts' });
+    }
+    const record = buildScanRecord({
+      file: options.results,
+      layout: source.layout ?? 'plain',
+      spec: options.env !== undefined ? `${options.env} (weighted total)` : options.reward!,
+      isolation: pool.isolation,
+      policy,
+      tally,
+      broken: brokenGold(broken),
+      calls,
+      golds: book.calibrated,
+      totalMs: performance.now() - started,
+    });
+    return { decision: record.decision, exitCode: record.decision === 'PASS' ? 0 : 1, record };
+  } finally {
+    await Promise.all([pool.close(), scoring?.close()]);
+  }
+}
+
+/** An environment given as a directory is its absolute path; anything else is a module name or hub id. */
+function envSpec(env: string, cwd: string): string {
+  const candidate = path.resolve(cwd, env);
+  return existsSync(candidate) && statSync(candidate).isDirectory() ? candidate : env;
+}
+
+/** Judge one chunk of rollouts: their golds' levels, their rewards, then the invariance test. */
+async function judgeChunk(
+  rollouts: readonly Rollout[],
+  book: GoldBook,
+  evaluate: (requests: EvalRequest[]) => Promise<EvalResult[]>,
+  broken: Map<string, Levels['broken']>,
+): Promise<Outcome[]> {
+  const entries = rollouts.map((rollout) => book.get(rollout.answer, rollout));
+  const scans = rollouts.map((rollout, index) => asCandidate(rollout.completion, entries[index]!.plan));
+  const request = (rollout: Rollout, answer = rollout.answer): EvalRequest => ({
+    completion: rollout.completion,
+    answer,
+    prompt: rollout.prompt,
+    info: answer === rollout.answer ? rollout.info : infoUnder(rollout.info, rollout.answer, answer, book.typeOf(rollout.answer)),
+  });
+  const [results, levels] = await Promise.all([evaluate(rollouts.map((rollout) => request(rollout))), Promise.all(entries.map((entry) => entry.levels))]);
+  const passes = rollouts.map((_, index) => {
+    const level = levels[index]!;
+    if (level.broken) return null;
+    return firstPass(scans[index]!, results[index]!, level, entries[index]!.plan);
+  });
+  const alternates = await evaluate(rollouts.flatMap((rollout, index) => (passes[index]?.alternates ?? []).map((answer) => request(rollout, answer))));
+  let offset = 0;
+  return rollouts.map((rollout, index): Outcome => {
+    const result = results[index]!;
+    const reward = result.status === 'ok' ? result.reward : null;
+    const pass = passes[index];
+    const level = levels[index]!;
+    if (!pass) {
+      // A few golds name the fault; the count of failed rollouts is in the tally.
+      if (!broken.has(rollout.answer) && broken.size < 100) broken.set(rollout.answer, level.broken);
+      return { rollout, judged: uncalibrated(scans[index]!), reward, error: `its gold ${JSON.stringify(rollout.answer)} could not be calibrated (${level.broken!.kind})` };
+    }
+    const outcomes = pass.alternates.map((answer, k) => ({ answer, result: alternates[offset + k]! }));
+    offset += pass.alternates.length;
+    const judged = judgeRollout(scans[index]!, pass, result, level, entries[index]!.plan, outcomes);
+    return { rollout, judged, reward, error: judged.kind === 'error' ? (failure(result) ?? failure(outcomes.find(({ result: r }) => r.status !== 'ok')?.result ?? result)) : null };
+  });
+}
