@@ -1406,19 +1406,28 @@ def _warm_up():
 def _warm_up_calls(budget):
     started = _perf_counter()
     call_timeout = S.call_timeout
+    # A call in which a time limit of the verifier's own expired (a lazy
+    # import cut short by its parse timeout, say) is made again: warm means
+    # the calls run as they will from now on.
+    queue = list(_WARM_UP)
+    index = 0
     try:
-        for index, (text, answer, prompt) in enumerate(_WARM_UP):
+        while queue:
+            text, answer, prompt = queue[0]
             # Each call gets what is left of the one budget, so that the
             # whole warm-up ends within it.
             S.call_timeout = budget - (_perf_counter() - started)
             if S.call_timeout <= 0.001:
                 break
+            index += 1
             try:
-                _evaluate([-1 - index, text, answer, prompt, None])
+                _evaluate([-index, text, answer, prompt, None])
             except BaseException:
                 pass
             if S.timed_out:
                 break
+            if not S.own_timer:
+                queue.pop(0)
     finally:
         S.call_timeout = call_timeout
     S.effects = []

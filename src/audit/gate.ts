@@ -220,7 +220,12 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       state.tally,
       state.broken,
       policy,
-      { recheck, unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null, completionFormat },
+      {
+        recheck,
+        unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null,
+        completionFormat,
+        slowCalls: evaluator.slow.decisionInput(),
+      },
       exploits,
     );
     state.phases.score += performance.now() - deciding;
@@ -240,7 +245,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       decision,
       info,
       isolation: pool.isolation,
-      timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations },
+      timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations, slowCalls: evaluator.slow.record() },
     });
     await closing;
     return {
