@@ -99,6 +99,9 @@ _killpg = os.killpg
 _kill = os.kill
 _waitpid = os.waitpid
 _WNOHANG = os.WNOHANG
+_waitid = getattr(os, "waitid", None)
+_P_ALL = getattr(os, "P_ALL", 0)
+_WAIT_ANY = getattr(os, "WEXITED", 0) | getattr(os, "WNOHANG", 0) | getattr(os, "WNOWAIT", 0)
 _open = open
 _encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 _DECODER = json.JSONDecoder()
@@ -952,10 +955,6 @@ def _pool_processes():
                 yield from list(arg)
 
 
-def _helpers_possible():
-    return bool(S.setup_children) or "multiprocessing.process" in sys.modules
-
-
 def _kept_processes(tree):
     """The helpers among `tree` (the worker's descendants), with their own
     descendants."""
@@ -1026,23 +1025,16 @@ def _reap_children():
     worker is idle, beyond this interpreter's reach (which a verifier could
     patch), at what left the worker's tree."""
     sweep = _sweep_due()
-    if not sweep and not _helpers_possible():
+    if not sweep and _waitid is not None:
         # The usual case, one syscall: ChildProcessError, no children at all.
+        # WNOWAIT: an exit status is only looked at, never taken from code
+        # that waits for its own child.
         try:
-            pid, _status = _waitpid(-1, _WNOHANG)
-        except OSError:
+            _waitid(_P_ALL, 0, _WAIT_ANY)
+        except ChildProcessError:
             return
-        if pid == 0:
-            _kill_and_reap(_child_pids(), _child_pids())
-        while True:
-            try:
-                pid, _status = _waitpid(-1, _WNOHANG)
-            except OSError:
-                break
-            if pid == 0:
-                break
-        _record("process", "a child process was started by the call (killed if still running)")
-        return
+        except OSError:
+            pass
     me = _getpid()
     tree = _descendants(me)
     kept = _kept_processes(tree) if tree else set()

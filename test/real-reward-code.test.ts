@@ -104,7 +104,7 @@ def reward_parent(completion, answer, **kwargs):
     return _check(completion[-1]["content"], answer)
 `;
     const stray = await audit('stray', source, 'reward_stray', sandbox);
-    expect(processEffects(stray).join('\n')).toMatch(/still running after the call \(killed\)|started by the call \(killed if still running\)/);
+    expect(processEffects(stray).join('\n')).toMatch(/still running after the call \(killed\)/);
     const parent = await audit('parent', source, 'reward_parent', sandbox);
     expect(codes(parent)).toContain('SIDE_EFFECTS');
     expect(parent.record.side_effects.find((effect) => effect.kind === 'kill_blocked')?.examples).toEqual(['os.kill to its parent (signal 15)']);
