@@ -1433,6 +1433,9 @@ def _warm_up_calls(budget):
         S.call_timeout = call_timeout
     S.effects = []
     S.timed_out = False
+    # How many warm-up calls ran depends on the clock; the sweeps that
+    # follow (see _sweep_due) must not.
+    S.calls_since_sweep = 0
 
 
 # What the reply region's header holds while the worker warms up.

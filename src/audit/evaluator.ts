@@ -13,6 +13,13 @@ import { SlowCalls } from './slow-calls.js';
  */
 const SLOW_INPUT_PHASES: ReadonlySet<string> = new Set(['attack', 'invariance']);
 /**
+ * Only a long completion makes a slow input: a reward that cannot score a
+ * reply of ordinary length in time hangs, and the audit stops there as it
+ * always did. A slow input costs two call timeouts; one at least as long as
+ * an input already found slow costs one (it is not run again alone).
+ */
+const SLOW_INPUT_MIN_CHARS = 2000;
+/**
  * Slow inputs that may each cost two call timeouts before the audit stops,
  * as it did at the first: a verifier that hangs on everything would
  * otherwise spend the whole of timeouts.total_s.
@@ -67,6 +74,8 @@ export class Evaluator {
   /** Calls of half a second or more, and those over timeouts.max_call_ms. */
   readonly slow: SlowCalls;
   private slowInputs = 0;
+  /** The shortest input found slow so far (see SLOW_INPUT_MIN_CHARS). */
+  private shortestSlow = Number.POSITIVE_INFINITY;
   private ownTimerReruns = 0;
 
   constructor(
@@ -206,15 +215,18 @@ export class Evaluator {
     const results = await this.run(requests, onProgress);
     const first = results.findIndex((result) => result.status === 'timeout');
     if (first < 0) return results;
-    const [again] = await this.run([requests[first]!]);
-    results[first] = again!;
-    const slowInput = again!.status === 'timeout' && SLOW_INPUT_PHASES.has(phase) && this.slowInputs < MAX_SLOW_INPUTS;
+    const chars = requests[first]!.completion.length;
+    const mayBeSlow = SLOW_INPUT_PHASES.has(phase) && chars >= SLOW_INPUT_MIN_CHARS && this.slowInputs < MAX_SLOW_INPUTS;
+    const again = mayBeSlow && chars >= this.shortestSlow ? results[first]! : (await this.run([requests[first]!]))[0]!;
+    results[first] = again;
+    const slowInput = again.status === 'timeout' && mayBeSlow;
     if (slowInput) {
       // Slow twice, the second time alone: a finding, and the audit goes on without it.
       this.slowInputs += 1;
-      this.slow.note(requests[first]!, again!, true);
-      results[first] = { ...again!, status: 'skipped' };
-    } else if (again!.status !== 'ok' && again!.status !== 'raised') {
+      this.shortestSlow = Math.min(this.shortestSlow, chars);
+      this.slow.note(requests[first]!, again, true);
+      results[first] = { ...again, status: 'skipped' };
+    } else if (again.status !== 'ok' && again.status !== 'raised') {
       this.halted = true;
       return results;
     }
