@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gate, type GateResult } from '../src/audit/gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
+import { testPython } from './support/test-python.js';
 
 /**
  * What real reward code does and the gate must let it do: keep a process
@@ -150,4 +151,26 @@ def reward(completion, answer, **kwargs):
     const timing = result.record.reasons.find((reason) => reason.code === 'TIMING_DEPENDENT')!;
     expect(timing.message).toMatch(/scored 1 in the audit and 0 when scored again/);
   }, 300_000);
+});
+
+describe('the verifiers library\'s own math reward', () => {
+  it('vf.MathRubric (0.3), which checks with math-verify in a process pool it makes when built, pays the boxed gold and passes', async () => {
+    // Its import costs seconds of CPU (and far more wall time on a loaded
+    // machine); its pool is made at import, and it signals its own workers.
+    const source = `
+from verifiers.legacy.rubrics.math_rubric import MathRubric
+
+RUBRIC = MathRubric()
+
+
+async def reward(completion, answer, **kwargs):
+    return await RUBRIC.correct_answer(RUBRIC.parser, completion, answer)
+`;
+    const file = path.join(dir, 'math_rubric.py');
+    await writeFile(file, source);
+    const result = await gate({ reward: `${file}:reward`, answer: '72', answerType: 'numeric', python: testPython('verifiers-v0'), cwd: PACKAGE_ROOT, workers: 1 });
+    expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+    expect(result.record.target.golds[0]!.accepted_formats).toContain('boxed');
+    expect(result.record.side_effects.filter((effect) => effect.kind !== 'process')).toEqual([]);
+  }, 600_000);
 });
