@@ -73,6 +73,7 @@ except ImportError:  # not POSIX; the worker does not run there anyway
 # Bound once so a verifier that monkeypatches os or json cannot break the
 # harness's own bookkeeping.
 _perf_counter = time.perf_counter
+_process_time = time.process_time
 _os_read = os.read
 _os_write = os.write
 _listdir = os.listdir
@@ -98,6 +99,9 @@ _killpg = os.killpg
 _kill = os.kill
 _waitpid = os.waitpid
 _WNOHANG = os.WNOHANG
+_waitid = getattr(os, "waitid", None)
+_P_ALL = getattr(os, "P_ALL", 0)
+_WAIT_ANY = getattr(os, "WEXITED", 0) | getattr(os, "WNOHANG", 0) | getattr(os, "WNOWAIT", 0)
 _open = open
 _encode_json = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
 _DECODER = json.JSONDecoder()
@@ -241,8 +245,17 @@ S.popen_pending = False
 S.supervisor_pid = None
 S.calls_since_sweep = 0
 STRAY_SWEEP_CALLS = 32
+# Children alive when the verifier's set-up (import and warm-up) ended: its
+# own long-lived helpers (see _helper_roots).
+S.setup_children = frozenset()
 # Replies not yet sent (see _Outbox); set in the worker.
 S.outbox = None
+# A time limit of the verifier's own expired in the current call.
+S.own_timer = False
+# The region replies wait in (see _Outbox); before the ready reply, the
+# warm-up's marker (see _warm_up).
+S.region = None
+S.init_line = b""
 
 
 # ---------------------------------------------------------------- utilities
@@ -617,6 +630,26 @@ def _kill_target(event, args):
     return "another process"
 
 
+def _own_descendant_target(event, args):
+    """A verifier may start, signal, wait for and stop its own children (a
+    pool it made, a checker run with a timeout): a signal to one of the
+    calling process's descendants, or to a process group one of them leads,
+    is allowed. Its own group, its parent, the supervisor and anything else
+    stay out of reach."""
+    if event not in ("os.kill", "os.killpg") or not args:
+        return False
+    target = args[0]
+    if type(target) is not int or target <= 1:
+        return False
+    if event == "os.killpg":
+        try:
+            if target == os.getpgrp():
+                return False
+        except OSError:
+            return False
+    return target in _descendants(_getpid())
+
+
 def _describe_process(event, args):
     if event in ("os.fork", "os.forkpty"):
         return event
@@ -684,6 +717,8 @@ def _audit(event, args):
     if kind == "subprocess_blocked":
         _child_process(event, args)
     if kind == "kill_blocked":
+        if _own_descendant_target(event, args):
+            return
         sig = args[1] if len(args) > 1 else "?"
         _block(kind, "%s to %s (signal %s)" % (event, _kill_target(event, args), sig))
 
@@ -773,7 +808,7 @@ _ITIMER_REAL = signal.ITIMER_REAL
 _ITIMER_PROF = signal.ITIMER_PROF
 
 
-def _arm(seconds):
+def _arm(seconds, wall=None):
     # Both timers are set anew for every call, never left running from the
     # one before: a call that ends in time must never see a signal (C code
     # the verifier runs may not retry a syscall interrupted by one).
@@ -784,7 +819,7 @@ def _arm(seconds):
     S.timed_out = False
     S.armed = True
     S.timer_live = True
-    _setitimer(_ITIMER_REAL, seconds, TIMER_REPEAT_SECONDS)
+    _setitimer(_ITIMER_REAL, wall or seconds, TIMER_REPEAT_SECONDS)
     # A verifier that uses SIGALRM itself (math_verify does) cancels the
     # real-time timer; the CPU-time one still catches busy loops.
     _setitimer(_ITIMER_PROF, seconds, TIMER_REPEAT_SECONDS)
@@ -866,61 +901,174 @@ def _child_pids():
     return pids
 
 
-def _sandbox_strays():
-    """In the sandbox's PID namespace /proc lists only its own processes:
-    bubblewrap's init (pid 1), the supervisor, this worker, and whatever the
-    verifier started, however it detached (setsid, a double fork)."""
+# More helpers than this alive at once is a pool made per call and never
+# shut down: they are no longer spared.
+MAX_HELPER_PROCESSES = 64
+
+
+def _helper_roots():
+    """Processes the verifier keeps as long-lived helpers, as it keeps a
+    module-level cache or a thread: processes alive when its set-up (import
+    and warm-up) ended, and the workers of its process pools (concurrent.futures'
+    ProcessPoolExecutor, multiprocessing's Pool), whenever started. They and
+    their descendants may live while the worker lives; the supervisor ends
+    them with it. Also the fork server and resource tracker multiprocessing
+    runs for them, though not what else the fork server starts (a bare
+    Process left running is a stray like any other). Returns (roots whose
+    subtrees are kept, processes kept alone)."""
+    roots = set(S.setup_children)
+    alone = set()
+    if "multiprocessing.process" not in sys.modules:
+        return roots, alone
+    try:
+        for child in _pool_processes():
+            pid = getattr(getattr(child, "_popen", None), "pid", None)
+            if type(pid) is int:
+                roots.add(pid)
+    except Exception:
+        pass
+    for name, holder, field in (
+        ("multiprocessing.forkserver", "_forkserver", "_forkserver_pid"),
+        ("multiprocessing.resource_tracker", "_resource_tracker", "_pid"),
+    ):
+        module = sys.modules.get(name)
+        pid = getattr(getattr(module, holder, None), field, None) if module is not None else None
+        if type(pid) is int:
+            alone.add(pid)
+    return roots, alone
+
+
+def _pool_processes():
+    """The worker processes of the live process pools: each ProcessPoolExecutor
+    has a manager thread that holds them (registered in _threads_wakeups), each
+    multiprocessing Pool a thread that replaces them, given the list of them."""
+    futures = sys.modules.get("concurrent.futures.process")
+    if futures is not None:
+        for thread in list(getattr(futures, "_threads_wakeups", {}).keys()):
+            processes = getattr(thread, "processes", None)
+            if processes:
+                yield from list(processes.values())
+    pool = sys.modules.get("multiprocessing.pool")
+    threading = sys.modules.get("threading")
+    handler = getattr(getattr(pool, "Pool", None), "_handle_workers", None) if pool is not None else None
+    if handler is None or threading is None:
+        return
+    process = sys.modules["multiprocessing.process"].BaseProcess
+    for thread in threading.enumerate():
+        if getattr(thread, "_target", None) is not handler:
+            continue
+        for arg in getattr(thread, "_args", ()):
+            if type(arg) is list and arg and all(isinstance(item, process) for item in arg):
+                yield from list(arg)
+
+
+def _kept_processes(tree):
+    """The helpers among `tree` (the worker's descendants), with their own
+    descendants."""
+    roots, alone = _helper_roots()
+    kept = set(pid for pid in tree if pid in alone)
+    if not roots:
+        return kept
+    parents = _parent_map(tree)
+    for pid in tree:
+        node = pid
+        while node is not None:
+            if node in roots:
+                kept.add(pid)
+                break
+            node = parents.get(node)
+    if len(kept) > MAX_HELPER_PROCESSES:
+        _record("process", "more than %d pool processes alive at once (pools not shut down): killed" % MAX_HELPER_PROCESSES)
+        return set(pid for pid in kept if pid in S.setup_children)
+    return kept
+
+
+def _parent_map(pids):
+    parents = {}
+    for pid in pids:
+        try:
+            with _open("/proc/%d/stat" % pid, "rb") as handle:
+                text = handle.read()
+            parents[pid] = int(text[text.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return parents
+
+
+def _sweep_due():
+    """In the sandbox's PID namespace /proc lists only its own processes, so
+    what the verifier started is found however it detached (setsid, a double
+    fork). Listing /proc costs as much as a fast call; a call that forked where
+    the hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
+    Counted in calls, not left to the supervisor's sweeps (which follow the
+    batches, and so the clock), so the record does not vary between runs."""
     if not S.isolated:
-        return []
-    # Listing /proc costs as much as a fast call; a call that forked where the
-    # hook saw it is checked at once, the rest every STRAY_SWEEP_CALLS calls.
-    # Counted in calls, not left to the supervisor's sweeps (which follow the
-    # batches, and so the clock), so the record does not vary between runs.
+        return False
     S.calls_since_sweep += 1
     if S.forks == 0 and S.calls_since_sweep < STRAY_SWEEP_CALLS:
-        return []
+        return False
     S.calls_since_sweep = 0
-    keep = (1, _getpid(), S.supervisor_pid)
-    try:
-        names = _listdir("/proc")
-    except OSError:
-        return []
-    return [int(name) for name in names if name.isdigit() and int(name) not in keep]
+    return True
 
 
-def _reap_children():
-    """The worker itself never starts a process, so any child it has was
-    started by the verifier. None may outlive the call that started it. The
-    supervisor looks again once the worker is idle, beyond this interpreter's
-    reach (which a verifier could patch)."""
-    strays = _sandbox_strays() if S.isolated else ()
-    for pid in strays:
+def _kill_and_reap(pids, children):
+    for pid in pids:
         try:
             _kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    try:
-        pid, _status = _waitpid(-1, _WNOHANG)
-    except OSError:
-        # ChildProcessError: no children at all, the usual case, one syscall.
-        if strays:
-            _record("process", "%d process(es) still running after the call (killed)" % len(strays))
-        return
-    if pid == 0:
-        for child in _child_pids():
+    for pid in pids:
+        if pid in children:
             try:
-                _kill(child, signal.SIGKILL)
-                _waitpid(child, 0)
+                _waitpid(pid, 0)
             except OSError:
                 pass
-    while True:
+
+
+def _reap_children():
+    """The worker itself never starts a process, so any process below it was
+    started by the verifier. Helpers (see _helper_roots) may outlive the call
+    that started them; nothing else may. The supervisor looks again once the
+    worker is idle, beyond this interpreter's reach (which a verifier could
+    patch), at what left the worker's tree."""
+    sweep = _sweep_due()
+    if not sweep and _waitid is not None:
+        # The usual case, one syscall: ChildProcessError, no children at all.
+        # WNOWAIT: an exit status is only looked at, never taken from code
+        # that waits for its own child.
         try:
-            pid, _status = _waitpid(-1, _WNOHANG)
+            _waitid(_P_ALL, 0, _WAIT_ANY)
+        except ChildProcessError:
+            return
         except OSError:
-            break
-        if pid == 0:
-            break
-    _record("process", "a child process was started by the call (killed if still running)")
+            pass
+    me = _getpid()
+    tree = _descendants(me)
+    kept = _kept_processes(tree) if tree else set()
+    children = _child_pids()
+    strays = [pid for pid in tree if pid not in kept and not _is_zombie(pid)]
+    if sweep:
+        keep = set((1, me, S.supervisor_pid))
+        keep.update(tree)
+        try:
+            names = _listdir("/proc")
+        except OSError:
+            names = []
+        strays.extend(int(name) for name in names if name.isdigit() and int(name) not in keep)
+    _kill_and_reap(strays, children)
+    # Exited children that are no helper's are reaped; a helper's exit status
+    # is left to the code that waits for it (multiprocessing polls its own).
+    reaped = False
+    for pid in children:
+        if pid not in kept and pid not in strays:
+            try:
+                reaped = _waitpid(pid, _WNOHANG)[0] == pid or reaped
+            except OSError:
+                pass
+    if strays:
+        _record("process", "%d process(es) still running after the call (killed)" % len(strays))
+    elif reaped:
+        _record("process", "a child process was started by the call")
 
 
 def _housekeeping():
@@ -1042,7 +1190,7 @@ def _is_async_callable(fn):
     return call is not None and not inspect.isfunction(fn) and inspect.iscoroutinefunction(call)
 
 
-def _import_target(target, import_timeout):
+def _import_target(target, import_timeout, import_wall):
     """Import the verifier; returns the module or raises a tagged error."""
     kind = target.get("kind")
     if kind == "file":
@@ -1059,13 +1207,13 @@ def _import_target(target, import_timeout):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
-            _run_verifier_code(spec.loader.exec_module, (module,), import_timeout)
+            _run_verifier_code(spec.loader.exec_module, (module,), import_timeout, import_wall)
         except BaseException:
             sys.modules.pop(name, None)
             raise
         return module
     name = target.get("module") or ""
-    return _run_verifier_code(importlib.import_module, (name,), import_timeout)
+    return _run_verifier_code(importlib.import_module, (name,), import_timeout, import_wall)
 
 
 # The largest verifier source the loader hashes for the record.
@@ -1132,10 +1280,10 @@ class _LoadError(Exception):
         self.message = message
 
 
-def _run_verifier_code(func, args, timeout):
+def _run_verifier_code(func, args, timeout, wall=None):
     S.exit_detail = None
     if timeout:
-        _arm(timeout)
+        _arm(timeout, wall)
     S.active = True
     try:
         return func(*args)
@@ -1180,7 +1328,11 @@ def _init(request):
     S.messages = request.get("completion_format", "messages") != "string"
     S.completion_format = "messages" if S.messages else "string"
     S.call_timeout = max(float(request.get("call_timeout_ms") or 2000), 1.0) / 1000.0
+    # The import's limit is CPU time (ITIMER_PROF: every thread of this
+    # process), which a busy machine does not stretch; the wall clock only
+    # bounds an import that waits instead of working.
     import_timeout = float(request.get("import_timeout_ms") or 0) / 1000.0
+    import_wall = float(request.get("import_wall_ms") or 0) / 1000.0 or None
     S.workdir = request.get("workdir") or _getcwd()
     S.workdir_real = _realpath(S.workdir)
     S.workdir_prefix = S.workdir_real.rstrip(os.sep) + os.sep
@@ -1218,7 +1370,7 @@ def _init(request):
     _send(_encode_reply({"op": "loading", "source_file": source_file, "sha256": sha256}))
     started = _perf_counter()
     try:
-        module = _import_target(target, import_timeout)
+        module = _import_target(target, import_timeout, import_wall)
     except BaseException as exc:
         return {"op": "ready", "ok": False, "error": _classify_import_failure(target, exc)}
     finally:
@@ -1257,6 +1409,12 @@ def _init(request):
         S.file_baseline = frozenset()
     S.workdir_touched = False
     S.env_baseline = dict(_environ_data())
+    S.setup_children = frozenset(pid for pid in _descendants(_getpid()) if not _is_zombie(pid))
+    _watch_own_timers()
+    if request.get("warm_up", True):
+        _warm_up()
+    # Modules the warm-up imported may hold waits of their own.
+    _watch_own_timers()
     _STDOUT.flush()
     _STDERR.flush()
     S.ready = True
@@ -1271,6 +1429,154 @@ def _init(request):
         "sha256": None,
         "import_ms": import_ms,
     }
+
+
+# ------------------------------------------------------------ set-up
+
+# Inputs of the warm-up calls: an honest reply in common layouts. What the
+# verifier does once per process (lazy imports, a pool's first processes,
+# compiled patterns) happens here, not in the first audited call, where a
+# time limit of the verifier's own would make the same completion score
+# differently in a fresh process.
+_WARM_UP = (
+    ("The product is 42.\n\\boxed{42}", "42", "What is 6 times 7?"),
+    ("<answer>42</answer>", "42", "What is 6 times 7?"),
+    ("6 * 7 = 42\n#### 42", "42", "What is 6 times 7?"),
+)
+
+
+def _warm_up():
+    """Call the verifier on _WARM_UP before the first audited call, within
+    one call timeout in all; their results and side effects are dropped, as
+    the import's are. A warm-up that kills the worker or hangs past every
+    timer costs no audit: the supervisor sees WARMING in the reply region
+    (free until the ready reply) and starts the worker again without one."""
+    budget = S.call_timeout
+    if S.region is not None:
+        S.region[0:_REGION_HEADER] = WARMING
+    # Before the ready reply the supervisor takes the first line on the reply
+    # pipe for it: what the verifier writes there while it warms up goes
+    # nowhere (a forgery in a later call is caught as one).
+    saved = os.dup(REPLY_FD)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, REPLY_FD, inheritable=False)
+    os.close(null)
+    try:
+        _warm_up_calls(budget)
+    finally:
+        os.dup2(saved, REPLY_FD, inheritable=False)
+        os.close(saved)
+        if S.region is not None:
+            S.region[0:_REGION_HEADER] = bytes(_REGION_HEADER)
+
+
+def _warm_up_calls(budget):
+    started = _perf_counter()
+    call_timeout = S.call_timeout
+    # A call in which a time limit of the verifier's own expired (a lazy
+    # import cut short by its parse timeout, say) is made again: warm means
+    # the calls run as they will from now on.
+    queue = list(_WARM_UP)
+    index = 0
+    try:
+        while queue:
+            text, answer, prompt = queue[0]
+            # Each call gets what is left of the one budget, so that the
+            # whole warm-up ends within it.
+            S.call_timeout = budget - (_perf_counter() - started)
+            if S.call_timeout <= 0.001:
+                break
+            index += 1
+            try:
+                _evaluate([-index, text, answer, prompt, None])
+            except BaseException:
+                pass
+            if S.timed_out:
+                break
+            if not S.own_timer:
+                queue.pop(0)
+    finally:
+        S.call_timeout = call_timeout
+    S.effects = []
+    S.timed_out = False
+    # How many warm-up calls ran depends on the clock; the sweeps that
+    # follow (see _sweep_due) must not.
+    S.calls_since_sweep = 0
+
+
+# What the reply region's header holds while the worker warms up.
+WARMING = b"gatekept-warming"
+
+_TIMER_SIGNALS = frozenset((int(signal.SIGALRM), int(signal.SIGVTALRM), int(signal.SIGPROF)))
+_WATCHED = set()
+
+
+def _mark_own_timer():
+    S.own_timer = True
+
+
+def _watch_own_timers():
+    """Notice when a time limit of the verifier's own expires in a call: a
+    handler it set for SIGALRM, SIGVTALRM or SIGPROF runs, a future's result
+    or a thread's join runs out of time. Such a call may score differently on
+    a slower moment; gatekept runs it again alone before it counts, and tells
+    a reward that changed that way apart from one that changes by itself."""
+    if "signal" not in _WATCHED:
+        _WATCHED.add("signal")
+        original_signal = signal.signal
+        original_getsignal = signal.getsignal
+
+        def watched_signal(signalnum, handler):
+            if int(signalnum) in _TIMER_SIGNALS and callable(handler) and handler is not _on_timer:
+                inner = handler
+
+                def handler(signum, frame):
+                    _mark_own_timer()
+                    return inner(signum, frame)
+
+                handler.gatekept_inner = inner
+            previous = original_signal(signalnum, handler)
+            return getattr(previous, "gatekept_inner", previous)
+
+        def watched_getsignal(signalnum):
+            current = original_getsignal(signalnum)
+            return getattr(current, "gatekept_inner", current)
+
+        signal.signal = watched_signal
+        signal.getsignal = watched_getsignal
+    if "thread" not in _WATCHED:
+        _WATCHED.add("thread")
+        import threading
+
+        join = threading.Thread.join
+
+        def watched_join(self, timeout=None):
+            join(self, timeout)
+            if timeout is not None and self.is_alive():
+                _mark_own_timer()
+
+        threading.Thread.join = watched_join
+    futures = sys.modules.get("concurrent.futures._base")
+    if futures is not None and "futures" not in _WATCHED:
+        _WATCHED.add("futures")
+        futures.Future.result = _watched_wait(futures.Future.result, futures.TimeoutError)
+    pool = sys.modules.get("multiprocessing.pool")
+    if pool is not None and "pool" not in _WATCHED:
+        _WATCHED.add("pool")
+        pool.ApplyResult.get = _watched_wait(pool.ApplyResult.get, sys.modules["multiprocessing"].TimeoutError)
+
+
+def _watched_wait(wait, expired):
+    """`wait` (a method taking a timeout), noting when it runs out of time."""
+
+    def watched(self, timeout=None):
+        try:
+            return wait(self, timeout)
+        except expired:
+            _mark_own_timer()
+            raise
+
+    return watched
 
 
 # ------------------------------------------------------------------ calling
@@ -1396,9 +1702,11 @@ def _ms_json(ms):
     return repr(round(ms, 3))
 
 
-def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms):
+def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer):
     """One reply line: [id, status, reward, type, non-finite, error, side effects,
-    ms], from the call's duration in unrounded milliseconds."""
+    ms, cpu ms, own timer], from the call's duration and the CPU time it used
+    in this process, in unrounded milliseconds, and whether a time limit of
+    the verifier's own expired in it."""
     if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
         name = _TYPE_JSON.get(reward_type)
         if name is None:
@@ -1406,7 +1714,10 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
             if len(_TYPE_JSON) < 64:
                 _TYPE_JSON[reward_type] = name
         # repr() of a finite float is valid JSON; the reward is finite here.
-        return ('[%d,"ok",%r,%s,null,null,[],%s]\n' % (request_id, reward, name, _ms_json(ms))).encode("ascii")
+        return (
+            '[%d,"ok",%r,%s,null,null,[],%s,%s,%s]\n'
+            % (request_id, reward, name, _ms_json(ms), _ms_json(cpu_ms), "true" if own_timer else "false")
+        ).encode("ascii")
     reply = [
         request_id,
         status,
@@ -1416,6 +1727,8 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
         None if error is None else [error["type"], error["message"]],
         [[effect["kind"], effect["detail"]] for effect in effects],
         round(ms, 3),
+        round(cpu_ms, 3),
+        bool(own_timer),
     ]
     return _encode_json(reply).encode("ascii") + b"\n"
 
@@ -1444,6 +1757,7 @@ def _evaluate(request):
     S.effects = []
     S.exit_detail = None
     S.forks = 0
+    S.own_timer = False
     if _STDOUT.count or _STDOUT._forwarded:
         _STDOUT.reset()
     if _STDERR.count or _STDERR._forwarded:
@@ -1456,6 +1770,7 @@ def _evaluate(request):
     used_loop = False
 
     started = _perf_counter()
+    cpu_started = _process_time()
     try:
         _arm(S.call_timeout)
         S.active = True
@@ -1481,6 +1796,7 @@ def _evaluate(request):
         status = "raised"
         error = {"type": type(exc).__name__, "message": _clip(_safe_str(exc), MESSAGE_LIMIT)}
     elapsed = _perf_counter() - started
+    cpu = _process_time() - cpu_started
 
     if S.exit_detail is not None:
         status = "exit"
@@ -1502,7 +1818,7 @@ def _evaluate(request):
             _drop_event_loop()
 
     _housekeeping()
-    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, elapsed * 1000.0)
+    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, elapsed * 1000.0, cpu * 1000.0, S.own_timer)
 
 
 # --------------------------------------------------------------------- loop
@@ -1570,6 +1886,7 @@ def _abandon():
 
 def _serve(first_line, region):
     """The worker: imports the verifier and answers one request at a time."""
+    S.region = region
     try:
         reply = _first_request(first_line)
     except BaseException as exc:
@@ -1662,7 +1979,9 @@ def _read_first_line():
         cut = chunk.find(b"\n")
         if cut >= 0:
             pending.append(chunk[:cut])
-            return b"".join(pending), chunk[cut + 1 :]
+            # Kept for a worker started again without its warm-up (see _Supervisor.respawn).
+            S.init_line = b"".join(pending)
+            return S.init_line, chunk[cut + 1 :]
         pending.append(chunk)
 
 
@@ -1737,8 +2056,17 @@ def _list_home(root):
     return found
 
 
+class _RespawnWorker(Exception):
+    """The worker died, or hung, in its warm-up: start it again without one."""
+
+
 class _Supervisor(object):
     def __init__(self, worker, to_worker, from_worker, isolated, region, home):
+        self.respawned = False
+        self.worker_fd = None
+        # When the warm-up marker was first seen, and how long it may stay.
+        self.warming_since = None
+        self.warm_up_limit = _warm_up_limit()
         self.worker = worker
         # The worker's home, compared after every batch with what the import
         # left there. The supervisor runs no verifier code, so a verifier
@@ -1765,10 +2093,14 @@ class _Supervisor(object):
         self.outbox = bytearray()
 
     def strays(self):
-        """Live processes besides the worker: in the sandbox every process of
-        its PID namespace, elsewhere every descendant (orphans included, as
-        this process is their subreaper)."""
-        keep = (1, self.me, self.worker)
+        """Live processes outside the worker's own tree: in the sandbox every
+        other process of its PID namespace, elsewhere every other descendant
+        (orphans included, as this process is their subreaper). The worker's
+        descendants are the verifier's helpers or the worker's to kill after
+        each call (see _reap_children); what detached from it (a double fork,
+        an orphan) has left that tree and ends here."""
+        keep = set((1, self.me, self.worker))
+        keep.update(_descendants(self.worker))
         if self.isolated:
             try:
                 pids = [int(name) for name in _listdir("/proc") if name.isdigit()]
@@ -1809,12 +2141,18 @@ class _Supervisor(object):
                 break
             time.sleep(0.01)
 
+    def warming(self):
+        return self.first_reply and not self.respawned and self.region[0:_REGION_HEADER] == WARMING
+
     def exit_like_worker(self):
         """Die as the worker died, so gatekept reads the same exit."""
         try:
             _pid, status = _waitpid(self.worker, 0)
         except OSError:
             status = 0
+        if self.warming():
+            self.clear_out()
+            raise _RespawnWorker()
         self.pass_unsent()
         self.clear_out()
         if os.WIFSIGNALED(status):
@@ -1946,14 +2284,68 @@ class _Supervisor(object):
             self.take(chunk)
         self.exit_like_worker()
 
+    def respawn(self):
+        """Fork the worker again, told not to warm up; what gatekept sent
+        after the init request waits in the outbox."""
+        self.respawned = True
+        # The new worker says again where it loads the verifier from.
+        self.loading = None
+        for fd in (self.to_worker, self.from_worker, self.worker_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.worker_fd = None
+        init = _decode_json(S.init_line)
+        init["warm_up"] = False
+        line = _encode_json(init).encode("ascii")
+        self.region[0:_REGION_HEADER] = bytes(_REGION_HEADER)
+        to_worker_r, to_worker_w = os.pipe()
+        from_worker_r, from_worker_w = os.pipe()
+        for fd in (to_worker_w, from_worker_w):
+            _grow_pipe(fd)
+        worker = os.fork()
+        if worker == 0:
+            _rejoin_as_worker(line, self.region, self.me, (to_worker_r, from_worker_w), (to_worker_w, from_worker_r))
+        os.close(to_worker_r)
+        os.close(from_worker_w)
+        self.worker = worker
+        self.to_worker = to_worker_w
+        self.from_worker = from_worker_r
+        self.tail = b""
+
     def run(self, outbox):
+        while True:
+            try:
+                self.serve(outbox)
+            except _RespawnWorker:
+                outbox = self.outbox
+                self.respawn()
+
+    def check_warm_up(self):
+        """A warm-up that outlasts its limit is stuck past the worker's own
+        timers (signals blocked, say): kill it, and the worker starts again."""
+        if not self.warming():
+            self.warming_since = None
+            return
+        now = _perf_counter()
+        if self.warming_since is None:
+            self.warming_since = now
+        elif now - self.warming_since > self.warm_up_limit:
+            try:
+                _kill(self.worker, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def serve(self, outbox):
         import select
 
         poller = select.poll()
         poller.register(REQUEST_FD, select.POLLIN)
         poller.register(self.from_worker, select.POLLIN)
         try:
-            worker_fd = os.pidfd_open(self.worker)
+            worker_fd = self.worker_fd = os.pidfd_open(self.worker)
             poller.register(worker_fd, select.POLLIN)
         except (AttributeError, OSError):
             worker_fd = None
@@ -1961,13 +2353,16 @@ class _Supervisor(object):
         self.outbox = outbox = bytearray(outbox)
         writing = False
         while True:
+            if self.first_reply and not self.respawned:
+                self.check_warm_up()
             if bool(outbox) != writing:
                 writing = bool(outbox)
                 if writing:
                     poller.register(self.to_worker, select.POLLOUT)
                 else:
                     poller.unregister(self.to_worker)
-            for fd, _events in poller.poll():
+            # Until the ready reply, woken now and then to watch the warm-up.
+            for fd, _events in poller.poll(WARM_UP_POLL_MS if self.first_reply and not self.respawned else None):
                 if fd == REQUEST_FD:
                     try:
                         chunk = _os_read(REQUEST_FD, 1 << 18)
@@ -1999,6 +2394,35 @@ class _Supervisor(object):
                     self.take(chunk)
                 elif fd == worker_fd:
                     self.drain_and_exit()
+
+
+WARM_UP_POLL_MS = 100
+
+
+def _rejoin_as_worker(first_line, region, supervisor, ends, others):
+    """In a worker forked again by the supervisor (see respawn): take the
+    pipes' worker ends as fds 3 and 4, as main() does for the first, and serve."""
+    for fd, number in zip(ends, (REQUEST_FD, REPLY_FD), strict=True):
+        os.dup2(fd, number, inheritable=False)
+    for fd in ends + others:
+        os.close(fd)
+    _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if _getppid() == supervisor:
+        S.supervisor_pid = supervisor
+        S.main_pid = _getpid()
+        _serve(first_line, region)
+    _real_exit(0)
+
+
+def _warm_up_limit():
+    """Seconds the warm-up may hold the worker: one call timeout for all its
+    calls, and a second of slack."""
+    try:
+        init = _decode_json(S.init_line)
+        call_ms = float(init.get("call_timeout_ms") or 2000)
+    except (ValueError, AttributeError, TypeError):
+        call_ms = 2000.0
+    return call_ms / 1000.0 + 1.0
 
 
 def _send_supervised(data):

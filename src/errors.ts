@@ -28,16 +28,18 @@ export type ErrorCode =
   | 'PYTHON_PACKAGE_MISSING'
   | 'VERIFIER_NOT_FOUND'
   | 'VERIFIER_IMPORT_FAILED'
-  | 'VERIFIER_IMPORT_TIMEOUT'
   | 'VERIFIER_NOT_CALLABLE'
   | 'SANDBOX_UNAVAILABLE'
-  // internal or harness failure (exit 3)
+  // could not audit: internal or harness failure, or a verifier that did not load in time (exit 3)
+  | 'VERIFIER_IMPORT_TIMEOUT'
   | 'HARNESS_FAILED'
   | 'HARNESS_PROTOCOL'
   | 'ENV_START_FAILED'
   | 'INTERNAL';
 
 const INTERNAL_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  // Not the user's input: a busy machine or a slow library; nothing was decided.
+  'VERIFIER_IMPORT_TIMEOUT',
   'HARNESS_FAILED',
   'HARNESS_PROTOCOL',
   'ENV_START_FAILED',

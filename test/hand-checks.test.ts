@@ -52,13 +52,13 @@ it('reads policies as the schema does', () => {
     seed: 7,
     strict: true,
     budget: { rows: 3, bootstrap_resamples: 500, confidence: 0.9 },
-    timeouts: { call_ms: 2000, import_ms: 5000, total_s: 60 },
+    timeouts: { call_ms: 2000, import_ms: 5000, total_s: 60, max_call_ms: 1500 },
     limits: { memory_mb: 512 },
     env_audit: { weights: { integrity: 1, reward_design: 0, dataset_health: 2, contamination: 0, reward_distribution: 0 } },
   };
   const numbers: unknown[] = [undefined, 0, 0.5, 1, 1.5, 2, 10, 63, 64, 99.9, 100, 200, 600_000, 600_001, 1_048_576, 2 ** 32 - 1, 2 ** 32, -1, Number.NaN, Number.POSITIVE_INFINITY, '5', true, null, {}];
   const variants: unknown[] = [{}, full, null, [], 'policy', { ...full, unknown: 1 }, { budget: { rows: 5, extra: 1 } }, { timeouts: { call_ms: 60_000, total_s: 60 } }, { env_audit: {} }, { env_audit: { weights: {} } }];
-  const paths: string[][] = [['max_hackability'], ['max_hack_rate_ci_hi'], ['seed'], ['strict'], ['budget', 'rows'], ['budget', 'bootstrap_resamples'], ['budget', 'confidence'], ['timeouts', 'call_ms'], ['timeouts', 'import_ms'], ['timeouts', 'total_s'], ['limits', 'memory_mb'], ['env_audit', 'weights', 'integrity'], ['env_audit', 'weights', 'dataset_health'], ['budget'], ['env_audit', 'weights']];
+  const paths: string[][] = [['max_hackability'], ['max_hack_rate_ci_hi'], ['seed'], ['strict'], ['budget', 'rows'], ['budget', 'bootstrap_resamples'], ['budget', 'confidence'], ['timeouts', 'call_ms'], ['timeouts', 'import_ms'], ['timeouts', 'total_s'], ['timeouts', 'max_call_ms'], ['limits', 'memory_mb'], ['env_audit', 'weights', 'integrity'], ['env_audit', 'weights', 'dataset_health'], ['budget'], ['env_audit', 'weights']];
   type Table = Record<string, unknown>;
   for (const keys of paths) {
     for (const value of numbers) {

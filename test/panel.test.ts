@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gate, type GateResult } from '../src/audit/gate.js';
+import { DEFAULT_POLICY, type GatePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import type { AnswerType } from '../src/types.js';
 import { testPython } from './support/test-python.js';
@@ -25,7 +26,7 @@ const panel = JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8'
 // verifiers 0.4's venv holds math-verify, pinned for the panel.
 const python = testPython('verifiers-v1');
 
-function run(entry: PanelEntry, fn: string, strict = false): Promise<GateResult> {
+function run(entry: PanelEntry, fn: string, strict = false, policy?: GatePolicy): Promise<GateResult> {
   return gate({
     reward: `${path.join(PANEL_DIR, entry.file)}:${fn}`,
     answer: entry.answer,
@@ -34,12 +35,20 @@ function run(entry: PanelEntry, fn: string, strict = false): Promise<GateResult>
     cwd: PACKAGE_ROOT,
     workers: 1,
     strict,
+    ...(policy ? { policy } : {}),
   });
 }
 
+function withTimeouts(timeouts: Partial<GatePolicy['timeouts']>): GatePolicy {
+  return { ...DEFAULT_POLICY, timeouts: { ...DEFAULT_POLICY.timeouts, ...timeouts } };
+}
+
+const entryOf = (file: string): PanelEntry => panel.find((item) => item.file === file)!;
+
 describe('reference panel', () => {
-  it('has at least 12 verifiers in common styles, plus math-verify', () => {
-    expect(panel.length).toBeGreaterThanOrEqual(13);
+  it('has at least 12 verifiers in common styles, plus math-verify, a process pool, a signal.alarm parse timeout and a reward slow on huge inputs', () => {
+    expect(panel.length).toBeGreaterThanOrEqual(16);
+    for (const file of ['module_pool.py', 'alarm_parse.py', 'slow_on_huge.py']) expect(panel.some((entry) => entry.file === file)).toBe(true);
     expect(panel.some((entry) => entry.file === 'math_verify_reward.py')).toBe(true);
   });
 
@@ -73,7 +82,8 @@ describe('reference panel', () => {
       expect(strict.decision).toBe('REJECT');
       expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
       expect(strict.record.policy.strict).toBe(true);
-    }, 120_000);
+      // Four audits; a reward slow on huge inputs spends seconds on each long padding, more on a loaded machine.
+    }, 480_000);
   }
 
   it('reaches a verifier that reads only after </think>, and rejects it when it hedges with any()', async () => {
@@ -83,6 +93,42 @@ describe('reference panel', () => {
     expect(result.decision).toBe('REJECT');
     expect(result.record.findings.some((finding) => finding.family === 'hedge' && finding.completion.startsWith('<think>'))).toBe(true);
   }, 60_000);
+
+  it('keeps a module-level process pool alive across calls: its processes are the verifier\'s own, nothing is killed or reported', async () => {
+    const result = await run(entryOf('module_pool.py'), 'reward');
+    expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+    expect(result.record.side_effects).toEqual([]);
+    expect(result.record.errors).toEqual([]);
+  }, 120_000);
+
+  it('reports a reward slow only on huge inputs with the input\'s size and time, and passes it under the default max_call_ms', async () => {
+    const result = await run(entryOf('slow_on_huge.py'), 'reward');
+    expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+    // Its filter costs over a second of CPU on the 50,000-character paddings, so their wall time is at least that.
+    const slow = result.record.timing.slow_calls;
+    expect(slow).toBeDefined();
+    expect(slow!.count).toBeGreaterThan(0);
+    expect(slow!.over_limit).toBe(0);
+    expect(slow!.examples[0]!.chars).toBeGreaterThanOrEqual(50_000);
+    expect(slow!.examples[0]!.cpu_ms).toBeGreaterThanOrEqual(500);
+  }, 240_000);
+
+  it('rejects a reward slower than timeouts.max_call_ms for that alone, and one cut at the call timeout too, while the audit goes on to find the exploit', async () => {
+    const entry = entryOf('slow_on_huge.py');
+    // Well below the filter's CPU time on 50,000 characters, far above its cost on anything a tenth as long.
+    const sound = await run(entry, 'reward', false, withTimeouts({ maxCallMs: 500 }));
+    expect(sound.record.reasons.map((reason) => reason.code)).toEqual(['SLOW_CALL']);
+    expect(sound.record.reasons[0]!.message).toMatch(/on a 5\d{4}-character completion/);
+    // Cut by the call timeout (CPU time, which load does not stretch) on every long padding, twice:
+    // slow inputs, left unjudged; every other candidate is judged, and the exploit found.
+    const cut = await run(entry, 'reward_exploit', false, withTimeouts({ callMs: 1200, maxCallMs: 1200 }));
+    const codes = cut.record.reasons.map((reason) => reason.code);
+    expect(codes).toContain('SLOW_CALL');
+    expect(codes).toContain('HACKABILITY_OVER');
+    expect(codes).not.toContain('ERRORS_ON_ATTACKS');
+    expect(cut.record.timing.slow_calls?.examples.every((example) => example.cut && example.chars >= 50_000)).toBe(true);
+    expect(cut.record.findings[0]!.rewarded_under.length).toBeGreaterThan(1);
+  }, 480_000);
 
   it('counts re-spellings of the gold as equivalent forms, never as exploits', async () => {
     const entry = panel.find((item) => item.file === 'last_boxed_int.py')!;

@@ -42,6 +42,15 @@ describe('policy', () => {
     expect(policy.timeouts.importMs).toBe(DEFAULT_POLICY.timeouts.importMs);
   });
 
+  it('rejects for slowness only past timeouts.max_call_ms, which follows call_ms unless set; 0 only reports slow calls', () => {
+    expect(DEFAULT_POLICY.timeouts.maxCallMs).toBe(DEFAULT_POLICY.timeouts.callMs);
+    expect(parsePolicyToml('[timeouts]\ncall_ms = 500\n').timeouts.maxCallMs).toBe(500);
+    expect(parsePolicyToml('[timeouts]\nmax_call_ms = 2000\n').timeouts.maxCallMs).toBe(2000);
+    expect(parsePolicyToml('[timeouts]\nmax_call_ms = 0\n').timeouts.maxCallMs).toBe(0);
+    expect(policyError('[timeouts]\nmax_call_ms = 5\n').details.join('\n')).toMatch(/timeouts\.max_call_ms/);
+    expect(policyError('[timeouts]\nmax_call_ms = -1\n').details.join('\n')).toMatch(/timeouts\.max_call_ms/);
+  });
+
   it('refuses max_hackability = 0 as vacuous', () => {
     const error = policyError('max_hackability = 0');
     expect(error.code).toBe('BAD_POLICY');

@@ -86,8 +86,9 @@ function req(completion: string, answer = '42', extra: Partial<EvalRequest> = {}
   return { completion, answer, ...extra };
 }
 
-function withoutMs(results: EvalResult[]): Omit<EvalResult, 'ms'>[] {
-  return results.map(({ ms: _ms, ...rest }) => rest);
+/** Without the times a call took (wall clock and CPU), which differ between runs. */
+function withoutMs(results: EvalResult[]): Omit<EvalResult, 'ms' | 'cpuMs'>[] {
+  return results.map(({ ms: _ms, cpuMs: _cpuMs, ...rest }) => rest);
 }
 
 /** Running, that is: a zombie waiting for an init that may never reap it is not. */
@@ -759,13 +760,25 @@ describe('load failures', () => {
     expect(group.details.join('\n')).toContain("'completions', 'answers'");
   });
 
-  it('gives up on a slow import quickly with VERIFIER_IMPORT_TIMEOUT', async () => {
-    const file = await verifierFile('import time\ntime.sleep(5)\n\ndef reward(completion, answer):\n    return 1.0\n');
-    const started = Date.now();
+  it('bounds an import by its CPU time, so a busy machine does not stretch it: a busy import stops with VERIFIER_IMPORT_TIMEOUT (could not audit, exit 3)', async () => {
+    const file = await verifierFile('while True:\n    pass\n\ndef reward(completion, answer):\n    return 1.0\n');
     const error = await failure(openVerifierSession(options(file, { importTimeoutMs: 1000 })));
     expect(error.code).toBe('VERIFIER_IMPORT_TIMEOUT');
-    expect(error.details.join('\n')).toContain('time.sleep(5)');
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(error.exitCode).toBe(3);
+    expect(error.message).toContain('could not audit');
+    expect(error.details.join('\n')).toContain('while True');
+  });
+
+  it('bounds an import that waits instead of working by the wall clock, at a multiple of timeouts.import_ms', async () => {
+    // 0.4 s of sleep uses no CPU: under a 200 ms import limit it loads (the
+    // wall clock allows IMPORT_WALL_FACTOR times as much); 60 s does not.
+    const loads = await verifierFile('import time\ntime.sleep(0.4)\n\ndef reward(completion, answer):\n    return 1.0\n');
+    const session = await openVerifierSession(options(loads, { importTimeoutMs: 200 }));
+    await session.close();
+    const hangs = await verifierFile('import time\ntime.sleep(60)\n\ndef reward(completion, answer):\n    return 1.0\n');
+    const error = await failure(openVerifierSession(options(hangs, { importTimeoutMs: 500 })));
+    expect(error.code).toBe('VERIFIER_IMPORT_TIMEOUT');
+    expect(error.details.join('\n')).toContain('time.sleep(60)');
   });
 
   it('reports a missing interpreter as PYTHON_NOT_FOUND', async () => {

@@ -41,7 +41,7 @@ export interface RecordInput {
   info: VerifierInfo;
   /** How the verifier ran: in the bubblewrap sandbox, or guarded by the audit hook alone. */
   isolation: 'bwrap' | 'none';
-  timing: { totalMs: number; evaluations: number };
+  timing: { totalMs: number; evaluations: number; slowCalls?: NonNullable<AuditRecord['timing']['slow_calls']> | null };
 }
 
 export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
@@ -103,6 +103,7 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
       evaluations: input.timing.evaluations,
       evaluations_per_second: Math.round(input.timing.evaluations / Math.max(totalMs / 1000, 1e-3)),
       phases,
+      ...(input.timing.slowCalls ? { slow_calls: input.timing.slowCalls } : {}),
     },
   };
 }

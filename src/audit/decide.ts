@@ -32,7 +32,15 @@ export interface DecisionInput {
   /** Side effects seen (kind → count), excluding harmless output. */
   sideEffects: readonly { kind: string; count: number; example: string }[];
   /** Calls scored again at the end of the audit and in a fresh process; a changed reward is not a function of its inputs. */
-  recheck?: { changed: number; total: number; example: string | null } | null;
+  recheck?: {
+    changed: number;
+    total: number;
+    example: string | null;
+    /** Changes where a time limit of the verifier's own expired in one of the calls compared (see rescore.ts). */
+    timing?: { changed: number; completion: string; scores: readonly [number | string, number | string] } | null;
+  } | null;
+  /** Calls slower than timeouts.max_call_ms, again when run alone (see slow-calls.ts): the longest such input. */
+  slowCalls?: { count: number; limitMs: number; example: { completion: string; chars: number; ms: number; cut: boolean } } | null;
   /** Dataset rows whose gold, in the environment's own format, was not rewarded above a wrong answer. */
   unrewardedGolds?: { rows: readonly number[]; format: string } | null;
   /** How completions were passed, so that a verifier that fails on their shape is told which to pass. */
@@ -158,6 +166,22 @@ export function decide(input: DecisionInput): Decision {
     reasons.push({
       code: 'NOT_A_FUNCTION',
       message: `not a function of its inputs: ${recheck.changed} of ${recheck.total} calls scored again at the end of the audit or in a fresh process got a different reward (${recheck.example ?? ''})`,
+    });
+  }
+  const timing = recheck?.timing;
+  if (timing && timing.changed > 0) {
+    const [before, after] = timing.scores;
+    reasons.push({
+      code: 'TIMING_DEPENDENT',
+      message: `the reward depends on the machine's speed: ${JSON.stringify(timing.completion)} scored ${before} in the audit and ${after} when scored again, and a time limit of the verifier's own (a signal timer, a future's or a thread's timeout) expired in one of the two calls, even when run again alone${timing.changed > 1 ? ` (${timing.changed} such calls)` : ''}; under load in training the same reply would be paid differently. Bound the parsing work or give it room, rather than cutting it by the clock`,
+    });
+  }
+  const slow = input.slowCalls;
+  if (slow && slow.count > 0) {
+    const { example } = slow;
+    reasons.push({
+      code: 'SLOW_CALL',
+      message: `slow on some inputs: ${example.cut ? `the call was cut at the call timeout after ${example.ms} ms` : `a call took ${example.ms} ms`}, again when run alone, on a ${example.chars}-character completion (${JSON.stringify(example.completion.slice(0, 60))}); ${slow.count} input${slow.count === 1 ? '' : 's'} over timeouts.max_call_ms = ${slow.limitMs} ms. A reward this slow stalls a training loop; bound the work per completion (cap the length it reads, avoid backtracking-prone regular expressions)`,
     });
   }
   const golds = input.unrewardedGolds;

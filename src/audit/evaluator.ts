@@ -2,7 +2,34 @@ import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
 import { skippedResult, type EvalRequest, type EvalResult, type VerifierSession } from '../runtime/python-session.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
-import { evaluateShuffled, RescoreSample } from './rescore.js';
+import { evaluateShuffled, RescoreSample, type RecheckOutcome } from './rescore.js';
+import { SlowCalls } from './slow-calls.js';
+
+/**
+ * Phases whose calls score attack candidates: a candidate that times out
+ * twice there is a slow input, left unjudged while the audit goes on (see
+ * slow-calls.ts). Calibration's calls are the gold and a wrong answer, short
+ * and plain: a verifier that cannot score them in time is broken.
+ */
+const SLOW_INPUT_PHASES: ReadonlySet<string> = new Set(['attack', 'invariance']);
+/**
+ * Only a long completion makes a slow input: a reward that cannot score a
+ * reply of ordinary length in time hangs, and the audit stops there as it
+ * always did. A slow input costs two call timeouts; one at least as long as
+ * an input already found slow costs one (it is not run again alone).
+ */
+const SLOW_INPUT_MIN_CHARS = 2000;
+/**
+ * Slow inputs that may each cost two call timeouts before the audit stops,
+ * as it did at the first: a verifier that hangs on everything would
+ * otherwise spend the whole of timeouts.total_s.
+ */
+const MAX_SLOW_INPUTS = 16;
+/**
+ * Calls in which a time limit of the verifier's own expired are run again
+ * alone, at most this many per audit: each costs at most that limit.
+ */
+const MAX_OWN_TIMER_RERUNS = 64;
 
 /**
  * How the gate calls the verifier: through the worker pool, under the
@@ -44,6 +71,12 @@ export class Evaluator {
   /** Rejections of the calls in flight, so the deadline can fail them. */
   private readonly pending = new Set<(error: GatekeptError) => void>();
   private readonly deadline: NodeJS.Timeout;
+  /** Calls of half a second or more, and those over timeouts.max_call_ms. */
+  readonly slow: SlowCalls;
+  private slowInputs = 0;
+  /** The shortest input found slow so far (see SLOW_INPUT_MIN_CHARS). */
+  private shortestSlow = Number.POSITIVE_INFINITY;
+  private ownTimerReruns = 0;
 
   constructor(
     private readonly pool: WorkerPool,
@@ -59,16 +92,22 @@ export class Evaluator {
     }, policy.timeouts.totalS * 1000);
     this.seed = policy.seed;
     this.rescore = new RescoreSample(policy.seed);
+    this.slow = new SlowCalls(policy.timeouts.maxCallMs);
   }
 
   /** Score the sample again, by the warm workers and `fresh` (which this ends), under the audit's deadline. */
-  recheck(fresh: Promise<VerifierSession>): Promise<{ changed: number; total: number; example: string | null }> {
+  recheck(fresh: Promise<VerifierSession>): Promise<RecheckOutcome> {
     // Its calls count like every other: they are part of what an audit costs.
     return this.beforeDeadline(
-      this.rescore.recheck(this.pool, fresh, (requests, results) => {
-        this.options.onRequests?.(requests);
-        this.count(results, 'recheck');
-      }),
+      this.rescore.recheck(
+        this.pool,
+        fresh,
+        (requests, results) => {
+          this.options.onRequests?.(requests);
+          this.count(results, 'recheck');
+        },
+        (request) => this.rerunAlone(request),
+      ),
     );
   }
 
@@ -96,6 +135,33 @@ export class Evaluator {
       this.pending.add(reject);
       work.then(resolve, reject).finally(() => this.pending.delete(reject));
     });
+  }
+
+  /**
+   * What the calls' times mean, once they are back: a call in which a time
+   * limit of the verifier's own expired (it may score otherwise on a calmer
+   * moment), or one slower than timeouts.max_call_ms, is run again alone
+   * before it counts, as a timeout is; then slow calls are noted.
+   */
+  private async settleTimes(requests: readonly EvalRequest[], results: EvalResult[]): Promise<EvalResult[]> {
+    if (this.halted) return results;
+    for (let index = 0; index < results.length; index += 1) {
+      const result = results[index]!;
+      if (result.status !== 'ok' && result.status !== 'raised') continue;
+      if ((result.ownTimer && this.ownTimerReruns < MAX_OWN_TIMER_RERUNS) || this.slow.isOverLimit(result, false)) {
+        if (result.ownTimer) this.ownTimerReruns += 1;
+        const again = await this.rerunAlone(requests[index]!);
+        if (again.status === 'ok' || again.status === 'raised') results[index] = again;
+      }
+      this.slow.note(requests[index]!, results[index]!);
+    }
+    return results;
+  }
+
+  /** One call, on its own. */
+  private async rerunAlone(request: EvalRequest): Promise<EvalResult> {
+    const [again] = await this.run([request]);
+    return again!;
   }
 
   /** Whether the audit is over: a call timed out twice, and no further call is made. */
@@ -126,7 +192,9 @@ export class Evaluator {
         }
       : undefined;
     // A seeded order, so no verifier can count on the first call being the bare gold.
-    const results = await evaluateShuffled(requests, this.seed, call.key, (shuffled) => this.withRetry(shuffled, report));
+    const results = await evaluateShuffled(requests, this.seed, call.key, async (shuffled) =>
+      this.settleTimes(shuffled, await this.withRetry(shuffled, report, call.phase)),
+    );
     this.rescore.add(call.key, requests, results);
     this.count(results, call.phase);
     return results;
@@ -143,20 +211,33 @@ export class Evaluator {
     );
   }
 
-  private async withRetry(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
+  private async withRetry(requests: readonly EvalRequest[], onProgress: ((done: number) => void) | undefined, phase: string): Promise<EvalResult[]> {
     const results = await this.run(requests, onProgress);
     const first = results.findIndex((result) => result.status === 'timeout');
     if (first < 0) return results;
-    const [again] = await this.run([requests[first]!]);
-    results[first] = again!;
-    if (again!.status !== 'ok' && again!.status !== 'raised') {
+    const chars = requests[first]!.completion.length;
+    const mayBeSlow = SLOW_INPUT_PHASES.has(phase) && chars >= SLOW_INPUT_MIN_CHARS && this.slowInputs < MAX_SLOW_INPUTS;
+    const again = mayBeSlow && chars >= this.shortestSlow ? results[first]! : (await this.run([requests[first]!]))[0]!;
+    results[first] = again;
+    const slowInput = again.status === 'timeout' && mayBeSlow;
+    if (slowInput) {
+      // Slow twice, the second time alone: a finding, and the audit goes on without it.
+      this.slowInputs += 1;
+      this.shortestSlow = Math.min(this.shortestSlow, chars);
+      this.slow.note(requests[first]!, again, true);
+      results[first] = { ...again, status: 'skipped' };
+    } else if (again.status !== 'ok' && again.status !== 'raised') {
       this.halted = true;
       return results;
     }
     // The rest was skipped when the first timeout stopped the batch: resume it.
-    const skipped = results.flatMap((result, index) => (result.status === 'skipped' ? [index] : []));
+    const skipped = results.flatMap((result, index) => (result.status === 'skipped' && index !== (slowInput ? first : -1) ? [index] : []));
     if (skipped.length === 0) return results;
-    const rest = await this.withRetry(skipped.map((index) => requests[index]!));
+    const rest = await this.withRetry(
+      skipped.map((index) => requests[index]!),
+      undefined,
+      phase,
+    );
     skipped.forEach((index, offset) => {
       results[index] = rest[offset]!;
     });

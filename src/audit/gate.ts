@@ -158,7 +158,9 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   let fresh: Promise<VerifierSession> | undefined;
   const openFresh = (): Promise<VerifierSession> => {
     if (!fresh) {
-      fresh = openVerifierSession(sessionOptions);
+      // Not warmed up: it opens on the longest attack (see rescore.ts), as a
+      // training run's process opens on a long completion.
+      fresh = openVerifierSession({ ...sessionOptions, warmUp: false });
       fresh.catch(() => undefined);
     }
     return fresh;
@@ -240,7 +242,12 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       state.tally,
       state.broken,
       policy,
-      { recheck, unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null, completionFormat },
+      {
+        recheck,
+        unrewardedGolds: goldCheck ? { rows: goldCheck.unrewarded, format: goldCheck.format } : null,
+        completionFormat,
+        slowCalls: evaluator.slow.decisionInput(),
+      },
       exploits,
     );
     state.phases.score += performance.now() - deciding;
@@ -260,7 +267,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       decision,
       info,
       isolation: pool.isolation,
-      timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations },
+      timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations, slowCalls: evaluator.slow.record() },
     });
     await closing;
     return {

@@ -45,6 +45,14 @@ function buildPolicyFileSchema() {
       call_ms: z.number().int().min(10).max(600_000).default(DEFAULTS.timeouts.call_ms),
       import_ms: z.number().int().min(100).max(600_000).default(DEFAULTS.timeouts.import_ms),
       total_s: z.number().int().min(1).max(86_400).default(DEFAULTS.timeouts.total_s),
+      // Unset: call_ms, so that only a call the timeout cuts (twice) is too slow.
+      max_call_ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(600_000)
+        .refine((value) => value === 0 || value >= 10, { message: 'must be 0 (slow calls are only reported) or at least 10' })
+        .optional(),
     })
     .strict();
 
@@ -149,7 +157,8 @@ export interface GatePolicy {
   /** Also reject on any false accept (a reward that does not commit to the gold alone). */
   strict: boolean;
   budget: { rows: number; bootstrapResamples: number; confidence: number };
-  timeouts: { callMs: number; importMs: number; totalS: number };
+  /** maxCallMs: a call slower than this, again when run alone, rejects (SLOW_CALL); 0: never for being slow. */
+  timeouts: { callMs: number; importMs: number; totalS: number; maxCallMs: number };
   limits: { memoryMb: number };
   envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
   /** `gatekept scan`: reject when the exploit rate's interval reaches this upper limit. */
@@ -171,6 +180,7 @@ function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
       callMs: parsed.timeouts.call_ms,
       importMs: parsed.timeouts.import_ms,
       totalS: parsed.timeouts.total_s,
+      maxCallMs: parsed.timeouts.max_call_ms ?? parsed.timeouts.call_ms,
     },
     limits: { memoryMb: parsed.limits.memory_mb },
     envAudit: { weights: { ...parsed.env_audit.weights } },
@@ -251,7 +261,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'budget', 'timeouts', 'limits', 'env_audit', 'scan']);
   if (top === null) return null;
   const budget = section(top.budget, ['rows', 'bootstrap_resamples', 'confidence']);
-  const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s']);
+  const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s', 'max_call_ms']);
   const limits = section(top.limits, ['memory_mb']);
   const envAudit = section(top.env_audit, ['weights']);
   const scan = section(top.scan, ['max_exploit_rate_ci_hi']);
@@ -270,11 +280,13 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   const callMs = pick(timeouts.call_ms, DEFAULTS.timeouts.call_ms);
   const importMs = pick(timeouts.import_ms, DEFAULTS.timeouts.import_ms);
   const totalS = pick(timeouts.total_s, DEFAULTS.timeouts.total_s);
+  const maxCallMs = timeouts.max_call_ms;
   const memoryMb = pick(limits.memory_mb, DEFAULTS.limits.memory_mb);
   if (!above(maxHackability, 0, 100) || !above(maxCiHi, 0, 1) || !within(seed, 0, 2 ** 32 - 1, true) || typeof strict !== 'boolean') return null;
   if (!within(rows, 1, 100_000, true) || !within(resamples, 200, 100_000, true) || !above(confidence, 0.5, 1)) return null;
   if (!within(callMs, 10, 600_000, true) || !within(importMs, 100, 600_000, true) || !within(totalS, 1, 86_400, true) || callMs >= totalS * 1000) return null;
   if (!within(memoryMb, 0, 1_048_576, true) || (memoryMb !== 0 && memoryMb < MIN_MEMORY_MB)) return null;
+  if (maxCallMs !== undefined && (!within(maxCallMs, 0, 600_000, true) || (maxCallMs !== 0 && maxCallMs < 10))) return null;
   const weights = { ...DEFAULTS.env_audit.weights };
   for (const name of weightNames) {
     const weight = pick(givenWeights[name], weights[name]);
@@ -290,7 +302,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
     seed,
     strict,
     budget: { rows, bootstrap_resamples: resamples, confidence },
-    timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS },
+    timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS, ...(maxCallMs === undefined ? {} : { max_call_ms: maxCallMs }) },
     limits: { memory_mb: memoryMb },
     env_audit: { weights },
     scan: { max_exploit_rate_ci_hi: maxExploitCiHi },
@@ -358,6 +370,7 @@ export function policyRecord(policy: GatePolicy): Record<string, unknown> {
       call_ms: policy.timeouts.callMs,
       import_ms: policy.timeouts.importMs,
       total_s: policy.timeouts.totalS,
+      max_call_ms: policy.timeouts.maxCallMs,
     },
     limits: { memory_mb: policy.limits.memoryMb },
   };

@@ -34,6 +34,10 @@ export const REASON_CODES = [
   'NOTHING_AUDITED',
   // the same call scored differently at the end of the audit or in a fresh process
   'NOT_A_FUNCTION',
+  // ... and a time limit of the verifier's own expired in one of the two calls
+  'TIMING_DEPENDENT',
+  // a call slower than timeouts.max_call_ms, again when run alone
+  'SLOW_CALL',
   // pack only: a dataset row whose gold the verifier does not reward in canonical form
   'DATASET_GOLD_UNREWARDED',
 ] as const;
@@ -203,6 +207,17 @@ function buildAuditRecordSchema() {
           evaluations_per_second: z.number(),
           /** Milliseconds per phase of the audit. */
           phases: z.record(z.string(), z.number()).optional(),
+          /** Calls that took half a second or more (see slow-calls.ts): how many, how many over max_call_ms, the slowest. */
+          slow_calls: z
+            .object({
+              count: z.number().int(),
+              over_limit: z.number().int(),
+              examples: z.array(
+                z.object({ completion: z.string(), chars: z.number().int(), ms: z.number(), cpu_ms: z.number().nullable(), cut: z.boolean() }).strict(),
+              ),
+            })
+            .strict()
+            .optional(),
         })
         .strict(),
     })

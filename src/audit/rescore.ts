@@ -41,9 +41,24 @@ export async function evaluateShuffled(
   return results;
 }
 
+/**
+ * The re-check's verdict: calls whose reward changed, and among them those
+ * where a time limit of the verifier's own expired in one of the two calls
+ * compared (even when run again alone): a reward that depends on how fast
+ * the machine is, told apart from one that changes by itself.
+ */
+export interface RecheckOutcome {
+  changed: number;
+  total: number;
+  example: string | null;
+  timing?: { changed: number; completion: string; scores: [number | string, number | string] } | null;
+}
+
 interface Kept {
   request: EvalRequest;
   reward: number;
+  /** A time limit of the verifier's own expired in the audited call. */
+  ownTimer: boolean;
   /** The seeded draw that ranks it: the sample is the SAMPLE_SIZE lowest. */
   rank: number;
   /** Breaks a tie between two equal draws, the same way every run. */
@@ -73,7 +88,7 @@ export class RescoreSample {
       if (full && rank > this.kept[this.highest]!.rank) return;
       const tie = `${key}#${index}`;
       if (full && !before(rank, tie, this.kept[this.highest]!)) return;
-      const entry = { request: requests[index]!, reward: result.reward, rank, tie };
+      const entry = { request: requests[index]!, reward: result.reward, ownTimer: result.ownTimer === true, rank, tie };
       if (full) this.kept[this.highest] = entry;
       else this.kept.push(entry);
       this.highest = 0;
@@ -94,8 +109,9 @@ export class RescoreSample {
     pool: WorkerPool,
     fresh: Promise<VerifierSession>,
     observe: (requests: readonly EvalRequest[], results: readonly EvalResult[]) => void = () => undefined,
-  ): Promise<{ changed: number; total: number; example: string | null }> {
-    if (this.kept.length === 0) return { changed: 0, total: 0, example: null };
+    alone: (request: EvalRequest) => Promise<EvalResult> = async (request) => (await pool.evaluate([request], { stopOnTimeout: true }))[0]!,
+  ): Promise<RecheckOutcome> {
+    if (this.kept.length === 0) return { changed: 0, total: 0, example: null, timing: null };
     const sample = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
     const requests = sample.map((entry) => entry.request);
     const expected = sample.map((entry) => entry.reward);
@@ -112,19 +128,33 @@ export class RescoreSample {
     });
     let changed = 0;
     let example: string | null = null;
-    requests.forEach((request, index) => {
-      for (const result of [warm[index]!, freshResults[index]!]) {
+    let timing: NonNullable<RecheckOutcome['timing']> | null = null;
+    for (const [index, request] of requests.entries()) {
+      for (let result of [warm[index]!, freshResults[index]!]) {
         // A slow moment is the call timeout's business (the audit re-runs a
         // timeout before it counts), not evidence of a changed reward.
         if (result.status === 'skipped' || result.status === 'timeout') continue;
-        if (result.status !== 'ok' || result.reward !== expected[index]) {
-          changed += 1;
-          example ??= `${JSON.stringify(request.completion.slice(0, 60))} scored ${expected[index]} in the audit, then ${result.status === 'ok' ? String(result.reward) : result.status}`;
-          break;
+        if (result.status === 'ok' && result.reward === expected[index]) continue;
+        // A time limit of the verifier's own that expired on a busy moment
+        // is given the same second chance as the audited calls had.
+        if (result.ownTimer) {
+          const again = await alone(request);
+          if (again.status === 'skipped' || again.status === 'timeout') continue;
+          result = again;
+          if (result.status === 'ok' && result.reward === expected[index]) continue;
         }
+        const then = result.status === 'ok' ? result.reward! : result.status;
+        if (sample[index]!.ownTimer || result.ownTimer) {
+          if (timing) timing.changed += 1;
+          else timing = { changed: 1, completion: request.completion.slice(0, 60), scores: [expected[index]!, then] };
+        } else {
+          changed += 1;
+          example ??= `${JSON.stringify(request.completion.slice(0, 60))} scored ${expected[index]} in the audit, then ${String(then)}`;
+        }
+        break;
       }
-    });
-    return { changed, total: requests.length, example };
+    }
+    return { changed, total: requests.length, example, timing };
   }
 }
 

@@ -35,7 +35,7 @@ export function scoreAudit(
   tally: OutcomeTally,
   broken: readonly BrokenGold[],
   policy: GatePolicy,
-  checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds' | 'completionFormat'> = {},
+  checks: Pick<DecisionInput, 'recheck' | 'unrewardedGolds' | 'completionFormat' | 'slowCalls'> = {},
   { score, hackRate }: ExploitScore = scoreExploits(tally, policy),
 ): AuditScore {
   const falseAccepts = tally.falseAcceptRecord(new Map());

@@ -94,6 +94,13 @@ export function formatScorecard(record: AuditRecord): string {
     lines.push(`note: ${count} not rewarded: ${rejectedFormsText(record)} (reported, not gated)`);
   }
   lines.push(...falseAcceptLines(record));
+  const slow = record.timing.slow_calls;
+  if (slow) {
+    const slowest = slow.examples[0]!;
+    lines.push(
+      `slow inputs: ${slow.count} call${slow.count === 1 ? '' : 's'} took half a second or more (${slow.over_limit} over timeouts.max_call_ms); slowest ${slowest.cut ? 'cut at the call timeout after ' : ''}${slowest.ms} ms${slowest.cpu_ms === null ? '' : ` (${slowest.cpu_ms} ms CPU)`} on a ${slowest.chars}-character completion`,
+    );
+  }
   lines.push('');
   lines.push(`decision: ${record.decision}`);
   for (const reason of record.reasons) lines.push(`  - ${reason.message}`);

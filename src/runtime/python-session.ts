@@ -56,6 +56,13 @@ export interface SessionOptions {
   outputCapBytes?: number;
   /** Isolation of the worker (default 'auto': bubblewrap when it works here). */
   sandbox?: SandboxMode;
+  /**
+   * Warm the verifier up before the first call (default true). The audit's
+   * fresh process is not warmed up: its first call is one it chose, not the
+   * warm-up's fixed replies, which a verifier could take as the sign of an
+   * audit.
+   */
+  warmUp?: boolean;
 }
 
 export interface EvalRequest {
@@ -89,6 +96,14 @@ export interface EvalResult {
   error: { type: string; message: string } | null;
   sideEffects: { kind: SideEffectKind; detail: string }[];
   ms: number;
+  /** CPU time the call used in the worker process (all its threads), when the worker measured it. */
+  cpuMs?: number;
+  /**
+   * A time limit of the verifier's own expired during the call (a handler it
+   * set for SIGALRM, SIGVTALRM or SIGPROF ran; a future's result or a thread's
+   * join ran out of time): on a slower moment the same input may score otherwise.
+   */
+  ownTimer?: boolean;
 }
 
 export interface VerifierInfo {
@@ -115,6 +130,24 @@ const DEFAULT_OUTPUT_CAP_BYTES = 64 * 1024;
 const CALL_GRACE_MS = 1000;
 /** The worker times its own import out first, so it can say where it hung. */
 const IMPORT_GRACE_MS = 1000;
+/**
+ * `timeouts.import_ms` bounds the CPU time of the import, which a busy
+ * machine does not stretch; the wall clock allows this many times as much,
+ * so that only an import that waits instead of working is cut by it (a
+ * library that costs 9 s of CPU takes up to a minute on a loaded machine).
+ */
+export const IMPORT_WALL_FACTOR = 4;
+/**
+ * After the import the worker warms the verifier up with a few calls (see
+ * _warm_up in python/harness.py), within one call timeout in all; a warm-up
+ * that kills or hangs the worker is given up after that and a second of
+ * slack, and the worker is started again, importing the verifier once more,
+ * without one.
+ */
+function readyDeadlineMs(importTimeoutMs: number, callTimeoutMs: number): number {
+  const importWallMs = importTimeoutMs * IMPORT_WALL_FACTOR;
+  return 2 * importWallMs + callTimeoutMs + 1000 + IMPORT_GRACE_MS;
+}
 const MAX_RESTARTS = 50;
 const KILL_WAIT_MS = 3000;
 /** How long an unsandboxed supervisor gets to sweep what the verifier left running. */
@@ -206,11 +239,11 @@ type WorkerReply =
  * call, and a schema parse costs more than the rest of the reply's handling.
  */
 function readResult(value: unknown[], line: string): { id: number; result: EvalResult } {
-  const [id, status, reward, rewardType, nonFinite, error, effects, ms] = value;
+  const [id, status, reward, rewardType, nonFinite, error, effects, ms, cpuMs, ownTimer] = value;
   const bad = (what: string): never => {
     throw protocolError(what, line);
   };
-  if (value.length !== 8) bad(`a result has 8 fields, not ${value.length}`);
+  if (value.length !== 10) bad(`a result has 10 fields, not ${value.length}`);
   if (!Number.isInteger(id)) bad('the id is not an integer');
   if (!isText(status) || !RESULT_STATUSES.has(status)) bad('unknown status');
   if (reward !== null && typeof reward !== 'number') bad('the reward is neither a number nor null');
@@ -228,6 +261,8 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
     sideEffects.push({ kind: effect[0] as SideEffectKind, detail: escapeLine(effect[1]) });
   }
   if (typeof ms !== 'number') bad('the call time is not a number');
+  if (typeof cpuMs !== 'number') bad('the CPU time is not a number');
+  if (typeof ownTimer !== 'boolean') bad("the verifier's own timer flag is not a boolean");
   const failure = error as [string, string] | null;
   return {
     id: id as number,
@@ -239,6 +274,8 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
       error: failure ? { type: escapeLine(failure[0]), message: escapeLine(failure[1]) } : null,
       sideEffects,
       ms: ms as number,
+      cpuMs: cpuMs as number,
+      ownTimer: ownTimer as boolean,
     },
   };
 }
@@ -564,6 +601,7 @@ const buildOptionsSchema = () =>
     memoryMb: z.number().int().nonnegative(),
     outputCapBytes: z.number().int().nonnegative().optional(),
     sandbox: z.enum(SANDBOX_MODES).optional(),
+    warmUp: z.boolean().optional(),
   });
 
 type ParsedOptions = z.infer<ReturnType<typeof buildOptionsSchema>>;
@@ -592,7 +630,7 @@ export function checkedSessionOptions(options: unknown): ParsedOptions | null {
   if (target.kind === 'module' && isName(target.module)) checkedTarget = { kind: 'module', module: target.module, fn: target.fn };
   else if (target.kind === 'file' && isName(target.path)) checkedTarget = { kind: 'file', path: target.path, fn: target.fn };
   else return null;
-  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox } = options;
+  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox, warmUp } = options;
   if (
     !isName(python) ||
     !Array.isArray(pythonpath) ||
@@ -602,7 +640,8 @@ export function checkedSessionOptions(options: unknown): ParsedOptions | null {
     !isCount(importTimeoutMs, 1) ||
     !isCount(memoryMb, 0) ||
     !(outputCapBytes === undefined || isCount(outputCapBytes, 0)) ||
-    !(sandbox === undefined || (SANDBOX_MODES as readonly unknown[]).includes(sandbox))
+    !(sandbox === undefined || (SANDBOX_MODES as readonly unknown[]).includes(sandbox)) ||
+    !(warmUp === undefined || typeof warmUp === 'boolean')
   ) {
     return null;
   }
@@ -616,6 +655,7 @@ export function checkedSessionOptions(options: unknown): ParsedOptions | null {
     memoryMb,
     ...(outputCapBytes === undefined ? {} : { outputCapBytes }),
     ...(sandbox === undefined ? {} : { sandbox: sandbox as SandboxMode }),
+    ...(warmUp === undefined ? {} : { warmUp }),
   };
 }
 
@@ -648,6 +688,7 @@ function normaliseOptions(options: SessionOptions): NormalisedOptions {
     pythonpath: value.pythonpath.map((entry) => path.resolve(entry)),
     outputCapBytes: value.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
     sandbox: value.sandbox ?? 'auto',
+    warmUp: value.warmUp ?? true,
   };
 }
 
@@ -723,8 +764,8 @@ function loadFailure(error: LoadError, options: NormalisedOptions): GatekeptErro
 function importTimeout(options: NormalisedOptions, details: string[] = []): GatekeptError {
   return new GatekeptError(
     'VERIFIER_IMPORT_TIMEOUT',
-    `importing the verifier ${targetLabel(options.target)} took longer than ${options.importTimeoutMs} ms`,
-    { details, suggestion: 'raise timeouts.import_ms in the policy if the verifier really needs longer to load' },
+    `could not audit: importing the verifier ${targetLabel(options.target)} used more than ${options.importTimeoutMs} ms of CPU time (timeouts.import_ms), or did not finish within ${options.importTimeoutMs * IMPORT_WALL_FACTOR} ms of wall time`,
+    { details, suggestion: 'raise timeouts.import_ms in the policy if the verifier really needs longer to load; nothing was decided about its reward' },
   );
 }
 
@@ -1093,7 +1134,7 @@ class PythonSession implements VerifierSession {
   }
 
   async start(): Promise<void> {
-    const { worker, info } = await this.launch();
+    const { worker, info } = await this.launch(this.options.warmUp);
     this.worker = worker;
     this.info = info;
   }
@@ -1236,7 +1277,10 @@ class PythonSession implements VerifierSession {
     }
     await this.emptyWorkdir();
     try {
-      const { worker } = await this.launch();
+      // A worker restarted after a crash or a stuck call is not warmed up:
+      // the warm-up may be what hangs, and a call that meets a cold worker's
+      // own time limit is run again alone before it counts (see the evaluator).
+      const { worker } = await this.launch(false);
       this.worker = worker;
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
@@ -1263,7 +1307,7 @@ class PythonSession implements VerifierSession {
     }
   }
 
-  private async launch(): Promise<{ worker: Worker; info: VerifierInfo }> {
+  private async launch(warmUp = true): Promise<{ worker: Worker; info: VerifierInfo }> {
     const options = this.options;
     const worker = await Worker.start(options, this.launchSpec);
     try {
@@ -1274,12 +1318,14 @@ class PythonSession implements VerifierSession {
         completion_format: options.completionFormat,
         call_timeout_ms: options.callTimeoutMs,
         import_timeout_ms: options.importTimeoutMs,
+        import_wall_ms: options.importTimeoutMs * IMPORT_WALL_FACTOR,
         memory_mb: options.memoryMb,
         workdir: this.inside.home,
         // In the sandbox /dev/shm is a private scratch file system (joblib and
         // multiprocessing write there): writing it is no side effect on the host.
         writable: [this.inside.home, this.inside.tmp, ...(this.sandbox.kind === 'bwrap' ? ['/dev/shm'] : [])],
         isolated: this.sandbox.kind === 'bwrap',
+        warm_up: warmUp,
       };
       worker.write(`${JSON.stringify(init)}\n`);
       const info = await this.awaitReady(worker);
@@ -1305,7 +1351,7 @@ class PythonSession implements VerifierSession {
       const timer = setTimeout(() => {
         worker.kill();
         settle(() => reject(importTimeout(options)));
-      }, options.importTimeoutMs + IMPORT_GRACE_MS);
+      }, readyDeadlineMs(options.importTimeoutMs, options.callTimeoutMs));
       worker.setHandlers({
         lines: (lines) => {
           const line = lines[0]!;
