@@ -148,6 +148,11 @@ describe('judge', () => {
     const formatOnly = candidate({ format: null, gFree: true, commitsTo: 'none', completion: '<think>\n</think>\n<answer></answer>' });
     expect(layoutOf(formatOnly, sum)).toMatchObject({ format: 'xml', think: true, honest: 1, wrong: 0.5 });
     expect(kinds([formatOnly], [ok(0.5)], () => sum)).toEqual(['ok']);
+    // A payload speaking two layouts is judged in the one the verifier reads.
+    const xmlOnly = computeLevels(probes, probes.map((probe) => ok(probe.format === 'xml' && probe.kind === 'honest' ? 1 : 0)));
+    expect(layoutOf(candidate({ format: null, completion: '\\boxed{17}\n\n<answer>42</answer>' }), xmlOnly)).toMatchObject({ format: 'xml', accepted: true });
+    const hedge = candidate({ format: null, position: 'last', commitsTo: 'several', completion: '\\boxed{17}\n\n<answer>42</answer>' });
+    expect(settle(hedge, [{ answer: '17', result: ok(0) }], xmlOnly, { reward: 1 }).kind).toBe('false_accept');
     // The same 0.5 in the bare layout is nearer the honest level than the wrong one there.
     expect(kinds([candidate({ format: null, gFree: true, commitsTo: 'none', completion: 'Judgement: CORRECT' })], [ok(0.5)], () => sum)).toEqual(['rewarded']);
   });

@@ -3,7 +3,7 @@ import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_
 import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
-import { hedgeGain, isGraded, isRewarded, layoutOf, screen, settle, statesSeveral, type AlternateOutcome, type Commitments, type StatedValues, type Verdict } from './judge.js';
+import { hedgeGain, isGraded, isRewarded, screen, weighingLevels, settle, statesSeveral, type AlternateOutcome, type Commitments, type StatedValues, type Verdict } from './judge.js';
 import type { GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
@@ -261,11 +261,12 @@ function commitmentsNeeded(
   reward: number,
   levels: Levels,
 ): { values: string[]; completions: string[] } | null {
-  const layout = layoutOf(candidate, levels);
+  // Commitments are written in the candidate's layout: only one the verifier reads tells what committing earns.
+  const layout = weighingLevels(candidate, levels);
   const weighed = stated
     ? outcomes.filter(({ answer }) => stated.alternates.has(answer))
     : outcomes.filter(({ result }) => isRewarded(candidate, result, levels));
-  if (!layout || weighed.length === 0) return null;
+  if (!layout?.accepted || weighed.length === 0) return null;
   const rewards = [reward, ...weighed.map(({ result }) => (result.status === 'ok' && result.reward !== null ? result.reward : layout.wrong))];
   if (!isGraded(rewards, layout) || !hedgeGain(reward, weighed, stated?.count ?? weighed.length + 1, layout)) return null;
   const values = [candidate.answer, ...weighed.map(({ answer }) => answer)];

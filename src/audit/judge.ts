@@ -116,8 +116,9 @@ const THINK_BLOCK = /<think>[\s\S]*?<\/think>/;
  * The layout a candidate is written in, with the levels calibration measured
  * for it: its own format (or, for a raw payload, every format it speaks,
  * bare when none), plain or after a reasoning block as the candidate is.
- * Where it speaks several, the one whose wrong answer earns most: a bonus a
- * wrong answer in the same layout earns too is no sign of an exploit.
+ * Where it speaks several, one the verifier reads before one it does not,
+ * and then the one whose wrong answer earns most: a bonus a wrong answer in
+ * the same layout earns too is no sign of an exploit.
  */
 export function layoutOf(candidate: Pick<Candidate, 'format' | 'completion'>, levels: Levels): LayoutLevels | null {
   const think = THINK_BLOCK.test(candidate.completion);
@@ -132,9 +133,22 @@ export function layoutOf(candidate: Pick<Candidate, 'format' | 'completion'>, le
   for (const cell of levels.table) {
     if (cell.think !== think || !formats.includes(cell.format)) continue;
     if (cell.honest === null || cell.wrong === null || !Number.isFinite(cell.honest) || !Number.isFinite(cell.wrong)) continue;
-    if (!best || cell.wrong > best.wrong + EPSILON) best = { format: cell.format, think, honest: cell.honest, wrong: cell.wrong, accepted: cell.accepted };
+    // A layout the verifier reads (accepted) before one it does not; then the one paying a wrong answer most.
+    const better = !best || (cell.accepted && !best.accepted) || (cell.accepted === best.accepted && cell.wrong > best.wrong + EPSILON);
+    if (better) best = { format: cell.format, think, honest: cell.honest, wrong: cell.wrong, accepted: cell.accepted };
   }
   return best;
+}
+
+/**
+ * The levels a completion's gain is weighed by: its layout's, where the
+ * verifier reads that layout; where it does not (a payload it reads through
+ * a fallback), a wrong answer's there and the best honest level anywhere.
+ */
+export function weighingLevels(candidate: Pick<Candidate, 'format' | 'completion'>, levels: Levels): LayoutLevels | null {
+  const layout = layoutOf(candidate, levels);
+  if (!layout || layout.accepted) return layout;
+  return { ...layout, honest: Math.max(layout.honest, levels.honestMax) };
 }
 
 /**
@@ -339,7 +353,7 @@ export function settle(
     if (under.length > 0 && commitments) {
       // A graded reward pays a near answer under the gold and under itself alike: an exploit only where
       // the completion earns more over those golds than writing one of them plainly does.
-      const layout = layoutOf(candidate, levels);
+      const layout = weighingLevels(candidate, levels);
       const weighed = alternates.filter(({ answer }) => commitments.values.includes(answer));
       const goldReward = reward ?? layout?.honest ?? null;
       if (layout && goldReward !== null && !hedgeGain(goldReward, weighed, commitments.values.length, layout, { commitments })) return notPaid();
@@ -355,11 +369,10 @@ export function settle(
   // Partial payments are weighed only where a gold the completion does not state tells what it earns anyway.
   const baseline = partial ? alternates.find(({ answer }) => answer === partial.unstated)?.result : undefined;
   const unstatedReward = baseline?.status === 'ok' && baseline.reward !== null ? baseline.reward : null;
-  const layout = layoutOf(candidate, levels);
+  const own = weighingLevels(candidate, levels);
   // Screened as rewarded without its reward given, it earned about the honest level.
-  const goldReward = partial?.reward ?? reward ?? (screened === 'rewarded' ? (layout?.honest ?? null) : null);
-  if (!layout || goldReward === null || (screened !== 'rewarded' && unstatedReward === null)) return notPaid();
-  const own = layout.accepted ? layout : { honest: Math.max(layout.honest, levels.honestMax), wrong: layout.wrong };
+  const goldReward = partial?.reward ?? reward ?? (screened === 'rewarded' ? (own?.honest ?? null) : null);
+  if (!own || goldReward === null || (screened !== 'rewarded' && unstatedReward === null)) return notPaid();
   const gain = hedgeGain(goldReward, statedOutcomes, stated?.count ?? statedOutcomes.length + 1, own, { unstatedReward, commitments });
   if (!gain) return notPaid();
   const floor = Math.max(own.wrong, unstatedReward ?? own.wrong) + EPSILON;
