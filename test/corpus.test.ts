@@ -106,6 +106,19 @@ describe('attack corpus', () => {
     expect(twins(context('42', 'numeric', ['bare']))).toEqual([]);
   });
 
+  it('writes several values into one slot of each accepted layout, re-readable numbers and the template words apart from the values', async () => {
+    const corpus = await loadCorpus();
+    const candidates = expandCandidates(corpus, context('Paris', 'string', ['xml', 'line']), 0);
+    const oneSlot = candidates.filter((candidate) => candidate.attackId === 'hedge/two-in-one-slot').map((candidate) => candidate.completion);
+    const [wrong] = context('Paris', 'string', []).wrong;
+    expect(oneSlot).toEqual([`<answer>Paris ${wrong}</answer>`, `<answer>${wrong} Paris</answer>`, `Answer: Paris ${wrong}`, `Answer: ${wrong} Paris`]);
+    const orHedge = candidates.find((candidate) => candidate.attackId === 'or-in-slot/text-or-each' && candidate.format === 'xml')!;
+    expect(orHedge.completion).toBe(`<answer>Paris \\text{ or } ${wrong}</answer>`);
+    expect(orHedge.literal.trim()).toBe('\\text{ or }');
+    const numeric = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0).map((candidate) => candidate.completion);
+    expect(numeric).toEqual(expect.arrayContaining(['\\boxed{42%}', '\\boxed{42\\%}', '\\boxed{42 kg}', '\\boxed{-42%}']));
+  });
+
   it('expands deterministically', async () => {
     const corpus = await loadCorpus();
     const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
