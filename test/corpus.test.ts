@@ -119,6 +119,18 @@ describe('attack corpus', () => {
     expect(numeric).toEqual(expect.arrayContaining(['\\boxed{42%}', '\\boxed{42\\%}', '\\boxed{42 kg}', '\\boxed{-42%}']));
   });
 
+  it('writes a box beside a declared layout, each with another answer', async () => {
+    const corpus = await loadCorpus();
+    const declared = 'Final Answer: The final answer is ${}$. I hope it is correct.' as const;
+    const candidates = expandCandidates(corpus, { ...context('42', 'numeric', []), formats: [declared] }, 0);
+    const [wrong] = context('42', 'numeric', []).wrong;
+    const beside = candidates.filter((candidate) => candidate.attackId === 'hedge/box-beside-layout').map((candidate) => candidate.completion);
+    expect(beside).toEqual([
+      `\\boxed{42}\nFinal Answer: The final answer is $${wrong}$. I hope it is correct.`,
+      `\\boxed{${wrong}}\nFinal Answer: The final answer is $42$. I hope it is correct.`,
+    ]);
+  });
+
   it('expands deterministically', async () => {
     const corpus = await loadCorpus();
     const a = expandCandidates(corpus, context('42', 'numeric', ['boxed', 'xml']), 3);
