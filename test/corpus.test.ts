@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeRng, optionTexts, wrongValues } from '../src/audit/answer-values.js';
+import { makeRng, optionTexts, wrongValues, type CustomFormat } from '../src/audit/answer-values.js';
 import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -121,7 +121,8 @@ describe('attack corpus', () => {
 
   it('writes a box beside a declared layout, each with another answer', async () => {
     const corpus = await loadCorpus();
-    const declared = 'Final Answer: The final answer is ${}$. I hope it is correct.' as const;
+    // The Minerva layout: the answer between dollar signs.
+    const declared = ['Final Answer: The final answer is $', '{}', '$. I hope it is correct.'].join('') as CustomFormat;
     const candidates = expandCandidates(corpus, { ...context('42', 'numeric', []), formats: [declared] }, 0);
     const [wrong] = context('42', 'numeric', []).wrong;
     const beside = candidates.filter((candidate) => candidate.attackId === 'hedge/box-beside-layout').map((candidate) => candidate.completion);
