@@ -147,9 +147,11 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   judging = performance.now();
   // A hedge is weighed against committing to one of its values; where the
   // reward is graded, what committing earns is measured (see hedgeGain).
-  const weighing = pending.map(({ index, answers }, at) => {
+  let offset = 0;
+  const weighing = pending.map(({ index, answers }) => {
     const candidate = candidates[index]!;
-    const first = pending.slice(0, at).reduce((sum, entry) => sum + entry.answers.length, 0);
+    const first = offset;
+    offset += answers.length;
     const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[first + k]! }));
     const reward = attackResults[index]!.reward;
     const several = statesSeveral(candidate);
