@@ -80,7 +80,7 @@ describe('reference panel', () => {
       expect(strict.decision).toBe('REJECT');
       expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
       expect(strict.record.policy.strict).toBe(true);
-    }, 120_000);
+    }, 300_000);
   }
 
   it('reaches a verifier that reads only after </think>, and rejects it when it hedges with any()', async () => {
