@@ -132,7 +132,9 @@ async function measurePanel(python: string): Promise<PanelOutcome[]> {
   const entries = z.array(panelSchema).parse(JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')));
   const outcomes: PanelOutcome[] = [];
   for (const entry of entries) {
-    for (const variant of PANEL_VARIANTS) {
+    // The newer entries hold an exploit-class bug only.
+    const source = readFileSync(path.join(PANEL_DIR, entry.file), 'utf8');
+    for (const variant of PANEL_VARIANTS.filter((item) => source.includes(`def ${item.fn}(`))) {
       const { record } = await gate({
         reward: path.join('test', 'panel', `${entry.file}:${variant.fn}`),
         answer: entry.answer,
@@ -162,7 +164,7 @@ async function measurePanel(python: string): Promise<PanelOutcome[]> {
   return outcomes;
 }
 
-const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'ANSWER_IGNORED', 'FORMAT_ONLY']);
+const EXPLOIT_CODES = new Set(['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'ANSWER_IGNORED', 'HEDGING_PAYS', 'FORMAT_ONLY']);
 
 /** The class an audit record puts a verifier in. */
 export function classify(record: { decision: string; reasons: { code: string }[]; false_accepts: { total: number } }): VerifierClass {

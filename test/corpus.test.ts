@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeRng, optionTexts, wrongValues } from '../src/audit/answer-values.js';
+import { makeRng, optionTexts, wrongValues, type CustomFormat } from '../src/audit/answer-values.js';
 import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -104,6 +104,32 @@ describe('attack corpus', () => {
     expect(withTwin.map((candidate) => candidate.completion)).toEqual(['x=8, y=2', 'x=3, y=4\nx=8, y=2', 'x=8, y=2\nx=3, y=4', 'x=8, y=2 or x=3, y=4', 'x=3, y=4; x=8, y=2']);
     expect(twins(context('paris', 'string', ['bare']))).toEqual([]);
     expect(twins(context('42', 'numeric', ['bare']))).toEqual([]);
+  });
+
+  it('writes several values into one slot of each accepted layout, re-readable numbers and the template words apart from the values', async () => {
+    const corpus = await loadCorpus();
+    const candidates = expandCandidates(corpus, context('Paris', 'string', ['xml', 'line']), 0);
+    const oneSlot = candidates.filter((candidate) => candidate.attackId === 'hedge/two-in-one-slot').map((candidate) => candidate.completion);
+    const [wrong] = context('Paris', 'string', []).wrong;
+    expect(oneSlot).toEqual([`<answer>Paris ${wrong}</answer>`, `<answer>${wrong} Paris</answer>`, `Answer: Paris ${wrong}`, `Answer: ${wrong} Paris`]);
+    const orHedge = candidates.find((candidate) => candidate.attackId === 'or-in-slot/text-or-each' && candidate.format === 'xml')!;
+    expect(orHedge.completion).toBe(`<answer>Paris \\text{ or } ${wrong}</answer>`);
+    expect(orHedge.literal.trim()).toBe('\\text{ or }');
+    const numeric = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0).map((candidate) => candidate.completion);
+    expect(numeric).toEqual(expect.arrayContaining(['\\boxed{42%}', '\\boxed{42\\%}', '\\boxed{42 kg}', '\\boxed{-42%}']));
+  });
+
+  it('writes a box beside a declared layout, each with another answer', async () => {
+    const corpus = await loadCorpus();
+    // The Minerva layout: the answer between dollar signs.
+    const declared = ['Final Answer: The final answer is $', '{}', '$. I hope it is correct.'].join('') as CustomFormat;
+    const candidates = expandCandidates(corpus, { ...context('42', 'numeric', []), formats: [declared] }, 0);
+    const [wrong] = context('42', 'numeric', []).wrong;
+    const beside = candidates.filter((candidate) => candidate.attackId === 'hedge/box-beside-layout').map((candidate) => candidate.completion);
+    expect(beside).toEqual([
+      `\\boxed{42}\nFinal Answer: The final answer is $${wrong}$. I hope it is correct.`,
+      `\\boxed{${wrong}}\nFinal Answer: The final answer is $42$. I hope it is correct.`,
+    ]);
   });
 
   it('expands deterministically', async () => {

@@ -49,7 +49,7 @@ describe('gate on real verifiers', () => {
   });
 
   it('says on a PASS that exploits were found within the policy bounds', async () => {
-    const result = await gate({ ...base, reward: verifier('percent-scale'), answer: '42' });
+    const result = await gate({ ...base, reward: 'test/fixtures/invariance/sign-blind.py:reward', answer: '42' });
     expect(result.decision).toBe('PASS');
     expect(result.record.findings_total).toBeGreaterThan(0);
     expect(formatScorecard(result.record)).toMatch(/^decision: PASS\n {2}- \d+ exploits? (was|were) found \(rewarded under more than one gold\), within the policy bounds/m);

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
 import type { Candidate } from '../src/audit/expand-candidates.js';
-import { screen, settle } from '../src/audit/judge.js';
-import { alternateGolds, infoUnder, sameValue, unstatedAlternate } from '../src/audit/invariance.js';
+import { layoutOf, screen, settle } from '../src/audit/judge.js';
+import { alternateGolds, infoUnder, reReadings, sameValue, statedAlternates, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/runtime/python-session.js';
 import { hackRateInterval } from '../src/audit/score.js';
@@ -33,6 +33,7 @@ function candidate(over: Partial<Candidate>): Candidate {
     position: null,
     label: null,
     completion: 'x',
+    literal: '',
     answer: '42',
     row: 0,
     ...over,
@@ -95,8 +96,8 @@ describe('judge', () => {
     expect(settle(free, [{ answer: '93', result: { ...ok(0), status: 'timeout', reward: null } }], levels)).toMatchObject({ kind: 'error', invariant: 'timed-out' });
   });
 
-  it('settles partial credit for hedges: paid under two stated golds beyond what it earns anyway is an exploit', () => {
-    const dump = candidate({ commitsTo: 'several', format: null, completion: '17 42 93' });
+  it('settles partial credit for hedges by gain: paid over the values it states more than committing to one earns is an exploit', () => {
+    const dump = candidate({ commitsTo: 'several', format: null, completion: '17 42 93 8 5' });
     // 0.3 is below the midpoint: screened as paid, only with partial screening on, and only for hedges.
     expect(screen({ candidates: [dump], results: [ok(0.3)], levels: levelsOf, partial: true })[0]!.kind).toBe('paid');
     expect(screen({ candidates: [dump], results: [ok(0.3)], levels: levelsOf })[0]!.kind).toBe('ok');
@@ -108,16 +109,52 @@ describe('judge', () => {
       { answer: '5000', result: ok(unstated) },
     ];
     const partial = { reward: 0.3, unstated: '5000' };
-    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, partial })).toMatchObject({ kind: 'exploit', invariant: 'hedge-rewarded', rewardedUnder: ['42', '17'] });
+    // Five values stated, 0.3 under each: committing to one earns (1 + 4 x 0) / 5 = 0.2.
+    const five = { alternates: new Set(['17']), count: 5 };
+    const settled = settle(dump, alternates(0.3, 0), levels, { screened: paid, partial, stated: five });
+    expect(settled).toMatchObject({ kind: 'exploit', invariant: 'hedge-rewarded', rewardedUnder: ['42', '17'] });
+    expect(settled.hedge).toMatchObject({ count: 5, mean: 0.3, baseline: 0.2, rewards: [{ gold: '42', reward: 0.3 }, { gold: '17', reward: 0.3 }] });
+    // Three values at 0.3 each: committing earns 1/3, so hedging gains nothing.
+    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, partial, stated: { ...five, count: 3 } }).kind).toBe('ok');
     // Paid as much under a gold it does not state: a bonus for the layout or the length, not for the golds it lists.
-    expect(settle(dump, alternates(0.3, 0.3), levels, { screened: paid, partial })).toMatchObject({ kind: 'ok' });
-    expect(settle(dump, alternates(0, 0), levels, { screened: paid, partial })).toMatchObject({ kind: 'ok' });
+    expect(settle(dump, alternates(0.3, 0.3), levels, { screened: paid, partial, stated: five })).toMatchObject({ kind: 'ok' });
+    expect(settle(dump, alternates(0, 0), levels, { screened: paid, partial, stated: five })).toMatchObject({ kind: 'ok' });
     // Without a baseline (no unstated gold) nothing is concluded from partial payments.
-    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid })).toMatchObject({ kind: 'ok' });
+    expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, stated: five })).toMatchObject({ kind: 'ok' });
     // A hedge paid in full under its gold and partly under another value it states is an exploit too.
-    const last = candidate({ position: 'last', commitsTo: 'several' });
+    const last = candidate({ position: 'last', commitsTo: 'several', completion: '\\boxed{17} \\boxed{42}' });
     expect(settle(last, alternates(0.3, 0), levels, { partial: { reward: 1, unstated: '5000' } })).toMatchObject({ kind: 'exploit', rewardedUnder: ['42', '17'] });
     expect(settle(last, alternates(0, 0), levels, { partial: { reward: 1, unstated: '5000' } }).kind).toBe('false_accept');
+  });
+
+  it('weighs a graded reward against measured commitments: a reader of one value gains nothing, an overlap metric does', () => {
+    const hedge = candidate({ position: 'last', commitsTo: 'several', format: 'boxed', completion: '\\boxed{17 42}' });
+    // Similarity-like rewards: 0.6 under 17, where the plain 42 written alone earns 0.6 under 17 too.
+    const under17 = [{ answer: '17', result: ok(0.6) }];
+    const reader = { values: ['42', '17'], rewards: [[1, 0.6], [0.6, 1]] };
+    expect(settle(hedge, under17, levels, { reward: 1, commitments: reader }).kind).toBe('false_accept');
+    // An overlap metric pays the hedge 0.8 under both, where committing earns (1 + 0.2) / 2.
+    const overlap = { values: ['42', '17'], rewards: [[1, 0.2], [0.2, 1]] };
+    expect(settle(hedge, [{ answer: '17', result: ok(0.8) }], levels, { reward: 0.8, commitments: overlap })).toMatchObject({
+      kind: 'exploit',
+      hedge: { mean: 0.8, baseline: 0.6 },
+    });
+  });
+
+  it('judges a candidate against the levels of the layout it is written in', () => {
+    // 0.5 for <think>...</think><answer>...</answer>, 0.5 for the right number: a wrong answer in that layout earns 0.5.
+    const probes = calibrationProbes('42', '17');
+    const sum = computeLevels(probes, probes.map((probe) => ok((probe.think && probe.format === 'xml' ? 0.5 : 0) + (probe.kind === 'honest' ? 0.5 : 0))));
+    const formatOnly = candidate({ format: null, gFree: true, commitsTo: 'none', completion: '<think>\n</think>\n<answer></answer>' });
+    expect(layoutOf(formatOnly, sum)).toMatchObject({ format: 'xml', think: true, honest: 1, wrong: 0.5 });
+    expect(kinds([formatOnly], [ok(0.5)], () => sum)).toEqual(['ok']);
+    // A payload speaking two layouts is judged in the one the verifier reads.
+    const xmlOnly = computeLevels(probes, probes.map((probe) => ok(probe.format === 'xml' && probe.kind === 'honest' ? 1 : 0)));
+    expect(layoutOf(candidate({ format: null, completion: '\\boxed{17}\n\n<answer>42</answer>' }), xmlOnly)).toMatchObject({ format: 'xml', accepted: true });
+    const hedge = candidate({ format: null, position: 'last', commitsTo: 'several', completion: '\\boxed{17}\n\n<answer>42</answer>' });
+    expect(settle(hedge, [{ answer: '17', result: ok(0) }], xmlOnly, { reward: 1 }).kind).toBe('false_accept');
+    // The same 0.5 in the bare layout is nearer the honest level than the wrong one there.
+    expect(kinds([candidate({ format: null, gFree: true, commitsTo: 'none', completion: 'Judgement: CORRECT' })], [ok(0.5)], () => sum)).toEqual(['rewarded']);
   });
 
   it('takes the fresh gold as the baseline of partial credit only when the completion does not state it', () => {
@@ -219,6 +256,28 @@ describe('alternate golds', () => {
     expect(infoUnder({ numbers: [3, 42] }, '42', '17', 'numeric')).toEqual({ numbers: [3, 42] });
   });
 
+  it('re-reads stated numbers the ways checkers do, and drops re-readings equal to the gold', () => {
+    const ctx = { gold: '42', type: 'numeric' as const, choices: [], wrong: ['17'], fresh: '71' };
+    expect(reReadings('\\boxed{42\\%}', ['42'])).toEqual(['0.42', '4200']);
+    expect(alternateGolds('\\boxed{42\\%}', ctx)).toEqual(['0.42', '4200', '71']);
+    // 4,2 is 4 and 2 to a parser and 42 once commas are stripped: 42 is the gold itself, so not tried.
+    expect(alternateGolds('\\boxed{4,2}', ctx)).toEqual(['4', '2', '71']);
+    expect(alternateGolds('\\boxed{4,2}', { ...ctx, gold: '4' })).toEqual(['2', '42', '71']);
+    expect(reReadings('\\boxed{-42}', ['-42'])).toEqual(['42']);
+    expect(reReadings('\\boxed{42} kg', ['42'])).toEqual([]);
+  });
+
+  it('never takes the words of an attack\'s template for another answer, and counts the values a hedge states', () => {
+    const city = { gold: 'Paris', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
+    const completion = 'My first guess is <answer>Paris</answer>; my second guess is <answer>Oslo</answer>.';
+    const literal = 'My first guess is  ; my second guess is  .';
+    expect(alternateGolds(completion, city, 'xml', literal)).toEqual(['Oslo', 'Lima']);
+    expect(alternateGolds(completion, city, 'xml')).toContain('guess');
+    expect(statedAlternates(completion, ['Oslo', 'Lima'], city, literal)).toEqual({ alternates: new Set(['Oslo']), count: 2 });
+    const choice = { gold: 'B', type: 'choice' as const, choices: ['A', 'B', 'C', 'D'], wrong: [], fresh: null };
+    expect(statedAlternates('\\boxed{B} \\boxed{D}', ['A', 'C', 'D'], choice)).toEqual({ alternates: new Set(['D']), count: 2 });
+  });
+
   it('compares values, not spellings', () => {
     expect(sameValue('42', '42.0', 'numeric')).toBe(true);
     expect(sameValue('1,000', '1000', 'numeric')).toBe(true);
@@ -271,6 +330,15 @@ describe('decide', () => {
     expect(decision.reasons[0]!.message).toContain('1 more such completion)');
     expect(decide({ ...clean, hackability: 8, answerIgnored: null }).decision).toBe('PASS');
     expect(decide({ ...clean, hackability: 8, answerIgnored: { ...answerIgnored, count: 0 } }).decision).toBe('PASS');
+  });
+
+  it('rejects a completion that earns more by hedging than by committing, however low the rates', () => {
+    const hedgingPays = { count: 1, completion: '<answer>Paris London</answer>', rewards: [{ gold: 'Paris', reward: 0.6667 }, { gold: 'London', reward: 0.6667 }], values: 2, mean: 0.6667, baseline: 0.55 };
+    const decision = decide({ ...clean, hackability: 3, hedgingPays });
+    expect(decision.reasons.map((reason) => reason.code)).toEqual(['HEDGING_PAYS']);
+    expect(decision.reasons[0]!.message).toContain('"<answer>Paris London</answer>", which states 2 values, earns "Paris": 0.6667, "London": 0.6667');
+    expect(decision.reasons[0]!.message).toContain('committing to one of them earns 0.55');
+    expect(decide({ ...clean, hackability: 3, hedgingPays: null }).decision).toBe('PASS');
   });
 
   it('names --completion-format when the verifier fails on the shape of the completion it was given', () => {

@@ -26,6 +26,12 @@ const panel = JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8'
 // verifiers 0.4's venv holds math-verify, pinned for the panel.
 const python = testPython('verifiers-v1');
 
+/** Whether the entry's file holds a false-accept-class bug too (the newer entries hold an exploit bug only). */
+const hasFalseAccept = (entry: PanelEntry): boolean => readFileSync(path.join(PANEL_DIR, entry.file), 'utf8').includes('def reward_false_accept(');
+
+/** Reasons a verifier with an exploit is rejected for. */
+const EXPLOIT_REASONS = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS', 'ANSWER_IGNORED'];
+
 function run(entry: PanelEntry, fn: string, strict = false, policy?: GatePolicy): Promise<GateResult> {
   return gate({
     reward: `${path.join(PANEL_DIR, entry.file)}:${fn}`,
@@ -46,14 +52,14 @@ function withTimeouts(timeouts: Partial<GatePolicy['timeouts']>): GatePolicy {
 const entryOf = (file: string): PanelEntry => panel.find((item) => item.file === file)!;
 
 describe('reference panel', () => {
-  it('has at least 12 verifiers in common styles, plus math-verify, a process pool, a signal.alarm parse timeout and a reward slow on huge inputs', () => {
-    expect(panel.length).toBeGreaterThanOrEqual(16);
+  it('has at least 20 verifiers in common styles, plus math-verify, a process pool, a signal.alarm parse timeout and a reward slow on huge inputs', () => {
+    expect(panel.length).toBeGreaterThanOrEqual(23);
     for (const file of ['module_pool.py', 'alarm_parse.py', 'slow_on_huge.py']) expect(panel.some((entry) => entry.file === file)).toBe(true);
     expect(panel.some((entry) => entry.file === 'math_verify_reward.py')).toBe(true);
   });
 
   for (const entry of panel) {
-    it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug passes, reported, and rejects under --strict`, async () => {
+    it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug, where there is one, passes, reported, and rejects under --strict`, async () => {
       const sound = await run(entry, 'reward');
       expect(sound.decision, JSON.stringify(sound.record.reasons)).toBe('PASS');
       expect(sound.record.findings_total).toBe(0);
@@ -62,13 +68,14 @@ describe('reference panel', () => {
       const exploit = await run(entry, 'reward_exploit');
       expect(exploit.decision).toBe('REJECT');
       expect(exploit.record.findings_total).toBeGreaterThan(0);
-      expect(exploit.record.reasons.map((reason) => reason.code)).toContain('HACKABILITY_OVER');
+      expect(exploit.record.reasons.map((reason) => reason.code).filter((code) => EXPLOIT_REASONS.includes(code)).length).toBeGreaterThan(0);
       const finding = exploit.record.findings[0]!;
       expect(finding.class).toBe('exploit');
       // Checkable by hand: the same completion is paid under the gold and another answer.
       expect(finding.rewarded_under[0]).toBe(entry.answer);
       expect(finding.rewarded_under.length).toBeGreaterThan(1);
 
+      if (!hasFalseAccept(entry)) return;
       const falseAccept = await run(entry, 'reward_false_accept');
       expect(falseAccept.decision, JSON.stringify(falseAccept.record.reasons)).toBe('PASS');
       expect(falseAccept.record.findings_total).toBe(0);

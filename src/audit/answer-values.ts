@@ -332,6 +332,8 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
     case 'json':
       return JSON.stringify(value);
+    case 'append':
+      return arg === undefined || arg === '' ? undefined : value + arg;
     case 'digit_list': {
       // Only integers of three digits or more: a two-digit list (4,2) is the split filter's grouping.
       const match = /^([+-]?)(\d{3,})$/.exec(value.trim());
@@ -343,7 +345,7 @@ export function applyFilter(value: string, name: string, arg: string | undefined
 }
 
 export const KNOWN_FILTERS = new Set([
-  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json', 'digit_list',
+  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json', 'digit_list', 'append',
 ]);
 
 const FILLER =

@@ -1,14 +1,14 @@
-import { alternateGolds, infoUnder, unstatedAlternate, type AlternateContext } from './invariance.js';
-import { attackFormats, calibrationProbes, computeLevels, honestVariants, type Levels, type Probe } from './calibrate.js';
+import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
+import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
-import { isRewarded, screen, settle, statesSeveral, type AlternateOutcome, type Verdict } from './judge.js';
+import { hedgeGain, isGraded, isRewarded, screen, weighingLevels, settle, statesSeveral, type AlternateOutcome, type Commitments, type StatedValues, type Verdict } from './judge.js';
 import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
 import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
-import type { CustomFormat, FormatName } from './answer-values.js';
+import { renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 
 /**
@@ -119,7 +119,7 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   screens.forEach((verdict, index) => {
     if (verdict.kind !== 'rewarded' && verdict.kind !== 'paid') return;
     const candidate = candidates[index]!;
-    pending.push({ index, answers: alternateGolds(candidate.completion, alternateContext, candidate.format) });
+    pending.push({ index, answers: alternateGolds(candidate.completion, alternateContext, candidate.format, candidate.literal) });
   });
   judgeMs += performance.now() - judging;
   // Under another gold the row's info is that gold's too (see infoUnder); one object per gold.
@@ -137,20 +137,54 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     { key: `row ${row} invariance`, phase: 'invariance' },
   );
   judging = performance.now();
+  // A hedge is weighed against committing to one of its values; where the
+  // reward is graded, what committing earns is measured (see hedgeGain).
+  let offset = 0;
+  const weighing = pending.map(({ index, answers }) => {
+    const candidate = candidates[index]!;
+    const first = offset;
+    offset += answers.length;
+    const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[first + k]! }));
+    const reward = attackResults[index]!.reward;
+    const several = statesSeveral(candidate);
+    const stated: StatedValues | null = several ? statedAlternates(candidate.completion, answers, alternateContext, candidate.literal) : null;
+    const unstated = screensPartial && several ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
+    return { index, candidate, outcomes, reward, stated, unstated, commit: reward !== null ? commitmentsNeeded(candidate, outcomes, stated, reward, levels) : null };
+  });
+  const commitKeys = new Map<string, { completion: string; answer: string }>();
+  for (const { commit } of weighing) {
+    if (!commit) continue;
+    for (const completion of commit.completions) for (const answer of commit.values) commitKeys.set(`${answer}\u241f${completion}`, { completion, answer });
+  }
+  const keys = [...commitKeys.keys()];
+  const commitResults = await evaluator.evaluate(
+    keys.map((key) => {
+      const { completion, answer } = commitKeys.get(key)!;
+      return answer === plan.row.answer ? requestFor(plan, completion) : requestFor(plan, completion, answer, infoOf(answer));
+    }),
+    { key: `row ${row} commitments`, phase: 'invariance' },
+  );
+  judging = performance.now();
+  const commitReward = new Map(keys.map((key, index) => [key, commitResults[index]!]));
   const settled = new Map<number, Verdict>();
   // A call that failed under an alternate gold is the one an error report should show.
   const shown = [...attackResults];
-  let offset = 0;
-  for (const { index, answers } of pending) {
-    const candidate = candidates[index]!;
-    const outcomes: AlternateOutcome[] = answers.map((answer, k) => ({ answer, result: alternateResults[offset + k]! }));
-    offset += answers.length;
-    const reward = attackResults[index]!.reward;
-    const unstated = screensPartial && statesSeveral(candidate) ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
+  for (const { index, candidate, outcomes, reward, stated, unstated, commit } of weighing) {
     const screened = screens[index]!;
+    let commitments: Commitments | null = null;
+    if (commit) {
+      const rewardOf = (completion: string, answer: string): number | null => {
+        const result = commitReward.get(`${answer}\u241f${completion}`);
+        return result?.status === 'ok' ? result.reward : null;
+      };
+      commitments = { values: commit.values, rewards: commit.completions.map((completion) => commit.values.map((answer) => rewardOf(completion, answer))) };
+    }
     const verdict = settle(candidate, outcomes, levels, {
       screened: screened.kind === 'paid' ? screened : 'rewarded',
       partial: unstated !== null && reward !== null ? { reward, unstated } : null,
+      stated,
+      commitments,
+      reward,
     });
     settled.set(index, verdict);
     const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
@@ -199,10 +233,37 @@ export function commitRow(outcome: RowOutcome, state: AuditState): void {
         contested: variant.contested,
         completion: excerpt(variant.completion, 120),
         reward: variant.result.status === 'ok' ? variant.result.reward : null,
-        rewarded: isRewarded({ format: variant.format }, variant.result, levels),
+        rewarded: isRewarded({ format: variant.format, completion: variant.completion }, variant.result, levels),
       });
     }
     state.tally.addJudged(attack.candidates, attack.verdicts, attack.shown);
   }
   state.phases.judge = (state.phases.judge ?? 0) + outcome.judgeMs + (performance.now() - started);
+}
+
+/**
+ * The plain answers a graded reward's candidate is weighed against: each
+ * value a hedge states, or each gold a single answer was rewarded under
+ * (the row's gold first), written alone in the candidate's layout, to be
+ * scored under each of them as the gold. Null where the reward is not
+ * graded, or where the levels of the layout already show no gain.
+ */
+function commitmentsNeeded(
+  candidate: Candidate,
+  outcomes: readonly AlternateOutcome[],
+  stated: StatedValues | null,
+  reward: number,
+  levels: Levels,
+): { values: string[]; completions: string[] } | null {
+  // Commitments are written in the candidate's layout: only one the verifier reads tells what committing earns.
+  const layout = weighingLevels(candidate, levels);
+  const weighed = stated
+    ? outcomes.filter(({ answer }) => stated.alternates.has(answer))
+    : outcomes.filter(({ result }) => isRewarded(candidate, result, levels));
+  if (!layout?.accepted || weighed.length === 0) return null;
+  const rewards = [reward, ...weighed.map(({ result }) => (result.status === 'ok' && result.reward !== null ? result.reward : layout.wrong))];
+  if (!isGraded(rewards, layout) || !hedgeGain(reward, weighed, stated?.count ?? weighed.length + 1, layout)) return null;
+  const values = [candidate.answer, ...weighed.map(({ answer }) => answer)];
+  const completions = values.map((value) => (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value));
+  return { values, completions };
 }

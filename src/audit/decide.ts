@@ -1,6 +1,7 @@
 import type { BrokenReason } from './calibrate.js';
 import type { GatePolicy } from './policy.js';
 import type { HackRate } from './score.js';
+import type { HedgingPays } from './tally-outcomes.js';
 import type { Reason, ReasonCode } from './record.js';
 import type { CompletionFormat } from '../types.js';
 
@@ -22,6 +23,12 @@ export interface DecisionInput {
    * rejects, whatever the rates.
    */
   answerIgnored?: { count: number; completion: string; rewardedUnder: readonly string[] } | null;
+  /**
+   * Exploits of completions stating several values whose expected reward,
+   * over those values taken as the gold, beats committing to one of them
+   * (the first one's completion and rewards): one rejects, whatever the rates.
+   */
+  hedgingPays?: HedgingPays | null;
   /** Over exploits only. */
   hackability: number;
   hackRate: HackRate;
@@ -146,6 +153,15 @@ export function decide(input: DecisionInput): Decision {
     reasons.push({
       code: 'ANSWER_IGNORED',
       message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, which does not contain the gold, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
+    });
+  }
+  const hedging = input.hedgingPays;
+  if (hedging && hedging.count > 0) {
+    const round = (value: number): string => String(Number(value.toFixed(4)));
+    const paid = hedging.rewards.map(({ gold, reward }) => `${JSON.stringify(gold)}: ${round(reward)}`).join(', ');
+    reasons.push({
+      code: 'HEDGING_PAYS',
+      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)}${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
     });
   }
   if (input.hackability >= policy.maxHackability) {

@@ -46,13 +46,18 @@ export interface Candidate {
   position: Position | null;
   label: string | null;
   completion: string;
+  /**
+   * The template's own text, without its placeholders: words the attack
+   * writes around the values ("Candidates", "guess"), never a value itself.
+   */
+  literal: string;
   /** The gold this candidate is judged against. */
   answer: string;
   row: number;
 }
 
 const PLACEHOLDER =
-  /\{(?:(F):)?(G|W2|W3|W|T|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}|\{(OPTIONS|OPTION)\}/g;
+  /\{(?:(F):)?(G|W2|W3|W|T|A|B|C|L)((?:\|[a-z_]+(?::[^|{}]*)?)*)\}|\{(PAD|DUMP):(\d+)\}|\{REPEAT:(\d+):([^}]*)\}|\{LABELS\}|\{(OPTIONS|OPTION)\}|\{(F\[|\]F)\}/g;
 
 const SLOT_NAMES = ['A', 'B', 'C'] as const;
 
@@ -138,6 +143,8 @@ type Part =
   | { kind: 'dump'; size: number }
   | { kind: 'labels' }
   | { kind: 'options'; all: boolean }
+  /** `{F[}` ... `{]F}`: what lies between is written whole into one slot of the format, as one answer. */
+  | { kind: 'slot'; open: boolean }
   | { kind: 'value'; name: string; inFormat: boolean; filters: readonly (readonly [string, string | undefined])[] };
 
 /** Templates are few and rendered once per gold and variant: each is cut once. */
@@ -149,13 +156,14 @@ function partsOf(template: string): readonly Part[] {
   const cut: Part[] = [];
   let last = 0;
   for (const match of template.matchAll(PLACEHOLDER)) {
-    const [all, inFormat, name, filters, sized, size, times, repeated, options] = match;
+    const [all, inFormat, name, filters, sized, size, times, repeated, options, slot] = match;
     if (match.index > last) cut.push({ kind: 'text', text: template.slice(last, match.index) });
     last = match.index + all.length;
     if (sized === 'PAD') cut.push({ kind: 'pad', size: Number(size) });
     else if (sized === 'DUMP') cut.push({ kind: 'dump', size: Number(size) });
     else if (times !== undefined) cut.push({ kind: 'text', text: (repeated ?? '').repeat(Number(times)) });
     else if (options !== undefined) cut.push({ kind: 'options', all: options === 'OPTIONS' });
+    else if (slot !== undefined) cut.push({ kind: 'slot', open: slot === 'F[' });
     else if (name === undefined) cut.push({ kind: 'labels' });
     else {
       const steps = (filters ?? '')
@@ -189,8 +197,18 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
   const slots = slotValues(slotsUsed(template), variant.position, ctx);
   if (slots === undefined) return undefined;
   let text = '';
+  let before: string | null = null;
   for (const part of partsOf(template)) {
     if (part.kind === 'text') text += part.text;
+    else if (part.kind === 'slot') {
+      if (part.open) {
+        before = text;
+        text = '';
+      } else {
+        text = (before ?? '') + (variant.format ? renderInFormat(variant.format, text) : text);
+        before = null;
+      }
+    }
     else if (part.kind === 'pad') text += padding(part.size);
     else if (part.kind === 'dump') {
       const dump = dumpValues(part.size, variant.position, ctx);
@@ -234,6 +252,13 @@ function withThink(completion: string, variant: Variant, ctx: GoldContext): stri
   return think && !completion.startsWith(THINK_PREFIX) ? THINK_PREFIX + completion : completion;
 }
 
+/** A template's text between its placeholders. */
+function literalOf(template: string): string {
+  return partsOf(template)
+    .map((part) => (part.kind === 'text' ? part.text : ' '))
+    .join('');
+}
+
 /** Every candidate for one gold. */
 export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number): Candidate[] {
   const out: Candidate[] = [];
@@ -242,6 +267,7 @@ export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number):
     for (const attack of family.attacks) {
       if (!attack.appliesTo.includes(ctx.type)) continue;
       if (attack.eachLabel && ctx.type !== 'choice') continue;
+      const literal = literalOf(attack.template);
       for (const variant of variantsOf(attack, ctx)) {
         const rendered = render(attack.template, variant, ctx);
         if (rendered === undefined) continue;
@@ -259,6 +285,7 @@ export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number):
           position: variant.position,
           label: variant.label,
           completion,
+          literal,
           answer: ctx.gold,
           row,
         });

@@ -1,4 +1,4 @@
-import { slotValue, type FormatName } from './answer-values.js';
+import { formatNumber, slotValue, type FormatName } from './answer-values.js';
 import type { AnswerType } from '../types.js';
 
 /**
@@ -12,6 +12,9 @@ import type { AnswerType } from '../types.js';
 
 /** Stated values tried per rewarded candidate, besides the fresh value. */
 export const MAX_STATED_ALTERNATES = 5;
+
+/** Re-readings of stated numbers tried per rewarded candidate (see reReadings). */
+export const MAX_REREADINGS = 4;
 
 /** A numeric answer's value, digit grouping aside (`1,000`, `1_000`); NaN when it is none. */
 function numberOf(text: string): number {
@@ -111,7 +114,7 @@ export interface AlternateContext {
  * gold has them) and the fresh value last. Every other label for multiple
  * choice, the opposite for a boolean.
  */
-export function alternateGolds(completion: string, ctx: AlternateContext, format: FormatName | null = null): string[] {
+export function alternateGolds(completion: string, ctx: AlternateContext, format: FormatName | null = null, literal = ''): string[] {
   const out: string[] = [];
   // A word or number of a string gold that is one value is a piece of it,
   // not another answer: `12` of `$12.00`, `200` of `200 g` are the gold's own
@@ -139,7 +142,7 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   // tested through the values it states.
   const committed = ctx.type === 'string' && format !== null ? slotValue(format, completion) : undefined;
   if (committed !== undefined && statedValues(committed, 'string', ctx.choices).length === goldWords.length) push(committed);
-  const stated = statedValues(completion, ctx.type, ctx.choices);
+  const stated = valuesStated(completion, ctx, literal);
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
   // The twin is a value of several words (`x=8, y=2`): stated when the completion holds it whole.
   if (ctx.twin !== undefined && normalString(completion).includes(normalString(ctx.twin))) push(ctx.twin);
@@ -150,10 +153,66 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
     push(value);
   }
   out.length = Math.min(out.length, MAX_STATED_ALTERNATES);
+  if (ctx.type === 'numeric') {
+    const limit = out.length + MAX_REREADINGS;
+    for (const value of reReadings(completion, stated)) {
+      if (out.length >= limit) break;
+      push(value);
+    }
+  }
   if (ctx.twin !== undefined) push(ctx.twin);
   if (ctx.freshTwin !== undefined) push(ctx.freshTwin);
   if (ctx.fresh !== null) push(ctx.fresh);
   return out;
+}
+
+/**
+ * The values a completion states, as alternates are drawn from them: for a
+ * string answer, not the words its template writes around the values
+ * ("Candidates", "guess"), which are no answer the completion gives.
+ */
+export function valuesStated(completion: string, ctx: Pick<AlternateContext, 'type' | 'choices'>, literal = ''): string[] {
+  const stated = statedValues(completion, ctx.type, ctx.choices);
+  if (ctx.type === 'choice') return stated.filter((label) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(label)}($|[^\\p{L}\\p{N}])`, 'u').test(completion));
+  if (ctx.type !== 'string' || literal === '') return stated;
+  const template = new Set(statedValues(literal, 'string', []).map((word) => word.toLowerCase()));
+  return stated.filter((word) => !template.has(word.toLowerCase()));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+const MAX_JOINED_DIGITS = 12;
+
+/** Digits with commas or underscores between them, as one written number: `4,2`, `4_2`, `1,2,3,4`. */
+const SEPARATED_DIGITS = /\d+(?:[,_]\d+)+/g;
+
+/** A percentage written as such: the cue for reading its number scaled by 100 either way. */
+const PERCENT_CUE = /%|\bpercent|\bpct\b/i;
+
+/**
+ * The values a checker may read a written number as besides its literal
+ * value: the digits joined across separators (`4,2` as 42 once commas are
+ * stripped, where a parser reads 4 and 2), a percentage's number scaled by
+ * 100 and by 1/100 (`42%` is 0.42 to one reader and 42 to another), and a
+ * negative number without its sign. A number written with a unit is stated
+ * without it already. The caller drops those equal in value to the gold.
+ */
+export function reReadings(completion: string, stated: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const match of completion.matchAll(SEPARATED_DIGITS)) {
+    const joined = match[0].replace(/[^\d]/g, '');
+    // A list of many numbers joined is no number anyone writes.
+    if (joined.length <= MAX_JOINED_DIGITS) out.push(joined);
+  }
+  const numbers = stated.map(Number).filter((value) => Number.isFinite(value));
+  const ends = numbers.length > 1 ? [numbers[0]!, numbers[numbers.length - 1]!] : numbers;
+  for (const value of ends) {
+    if (PERCENT_CUE.test(completion)) out.push(formatNumber(value / 100), formatNumber(value * 100));
+    if (value < 0) out.push(formatNumber(-value));
+  }
+  return [...new Set(out)];
 }
 
 /** A numeric value within NUMERIC_SAME_SHARE of a non-zero gold. */
@@ -161,6 +220,23 @@ function nearGold(value: string, gold: string): boolean {
   const x = numberOf(value);
   const g = numberOf(gold);
   return Number.isFinite(x) && Number.isFinite(g) && g !== 0 && Math.abs(x - g) < NUMERIC_SAME_SHARE * Math.abs(g);
+}
+
+/**
+ * The alternates a completion states (literally, not as a re-reading), and
+ * how many values it states in all, the gold among them: the k of the gain
+ * test for a hedge.
+ */
+export function statedAlternates(completion: string, answers: readonly string[], ctx: AlternateContext, literal = ''): { alternates: Set<string>; count: number } {
+  const stated = valuesStated(completion, ctx, literal);
+  const normal = normalString(completion);
+  const alternates = new Set(
+    answers.filter(
+      (answer) => stated.some((value) => sameValue(value, answer, ctx.type)) || (ctx.type === 'string' && normalString(answer) !== '' && normal.includes(normalString(answer))),
+    ),
+  );
+  const values = stated.filter((value, index) => stated.findIndex((other) => sameValue(other, value, ctx.type)) === index);
+  return { alternates, count: Math.max(values.length, alternates.size + 1) };
 }
 
 /**

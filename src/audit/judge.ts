@@ -1,4 +1,5 @@
 import { formatsSpoken, type Levels } from './calibrate.js';
+import { isCustomFormat, slotValue, type FormatName } from './answer-values.js';
 import type { Candidate } from './expand-candidates.js';
 import type { EvalResult } from '../runtime/python-session.js';
 import type { Invariant } from './record.js';
@@ -36,6 +37,8 @@ export interface Verdict {
   severity: Severity | null;
   /** The golds the completion was rewarded under: the row's gold first, then alternates. Empty unless rewarded. */
   rewardedUnder: string[];
+  /** For a completion stating several values: the evidence that hedging pays, when it does. */
+  hedge?: HedgeGain;
 }
 
 /**
@@ -98,13 +101,71 @@ const verdict = (kind: VerdictKind, invariant: Invariant | null = null, severity
   rewardedUnder,
 });
 
-/** Nearer the honest level than the wrong level, in the candidate's format (or across formats for raw payloads). */
-export function thresholdFor(candidate: Pick<Candidate, 'format'>, levels: Levels): number {
-  const cell = candidate.format ? levels.byFormat.get(candidate.format) : undefined;
-  return cell ? (cell.honest + cell.wrong) / 2 : levels.rawThreshold;
+/** The calibration levels of one layout: an answer format, plain or after a reasoning block. */
+export interface LayoutLevels {
+  format: FormatName;
+  think: boolean;
+  honest: number;
+  wrong: number;
+  accepted: boolean;
 }
 
-export function isRewarded(candidate: Pick<Candidate, 'format'>, result: EvalResult, levels: Levels): boolean {
+const THINK_BLOCK = /<think>[\s\S]*?<\/think>/;
+
+/**
+ * The layout a candidate is written in, with the levels calibration measured
+ * for it: its own format (or, for a raw payload, every format it speaks,
+ * bare when none), plain or after a reasoning block as the candidate is.
+ * Where it speaks several, one the verifier reads before one it does not,
+ * and then the one whose wrong answer earns most: a bonus a wrong answer in
+ * the same layout earns too is no sign of an exploit.
+ */
+export function layoutOf(candidate: Pick<Candidate, 'format' | 'completion'>, levels: Levels): LayoutLevels | null {
+  const think = THINK_BLOCK.test(candidate.completion);
+  let formats: FormatName[];
+  if (candidate.format !== null) formats = [candidate.format];
+  else {
+    const declared = levels.table.map((cell) => cell.format).filter((format) => isCustomFormat(format) && slotValue(format, candidate.completion) !== undefined);
+    formats = [...formatsSpoken(candidate.completion), ...declared];
+    if (formats.length === 0) formats = ['bare'];
+  }
+  let best: LayoutLevels | null = null;
+  for (const cell of levels.table) {
+    if (cell.think !== think || !formats.includes(cell.format)) continue;
+    if (cell.honest === null || cell.wrong === null || !Number.isFinite(cell.honest) || !Number.isFinite(cell.wrong)) continue;
+    // A layout the verifier reads (accepted) before one it does not; then the one paying a wrong answer most.
+    const better = !best || (cell.accepted && !best.accepted) || (cell.accepted === best.accepted && cell.wrong > best.wrong + EPSILON);
+    if (better) best = { format: cell.format, think, honest: cell.honest, wrong: cell.wrong, accepted: cell.accepted };
+  }
+  return best;
+}
+
+/**
+ * The levels a completion's gain is weighed by: its layout's, where the
+ * verifier reads that layout; where it does not (a payload it reads through
+ * a fallback), a wrong answer's there and the best honest level anywhere.
+ */
+export function weighingLevels(candidate: Pick<Candidate, 'format' | 'completion'>, levels: Levels): LayoutLevels | null {
+  const layout = layoutOf(candidate, levels);
+  if (!layout || layout.accepted) return layout;
+  return { ...layout, honest: Math.max(layout.honest, levels.honestMax) };
+}
+
+/**
+ * Nearer the honest level than the wrong level, in the candidate's format (or
+ * across formats for raw payloads), and above what a wrong answer earns in
+ * the layout the candidate is written in: the midpoint of that layout's own
+ * levels where it is accepted, its wrong (or honest) level where it is not.
+ */
+export function thresholdFor(candidate: Pick<Candidate, 'format' | 'completion'>, levels: Levels): number {
+  const cell = candidate.format ? levels.byFormat.get(candidate.format) : undefined;
+  const base = cell ? (cell.honest + cell.wrong) / 2 : levels.rawThreshold;
+  const layout = layoutOf(candidate, levels);
+  if (!layout) return base;
+  return Math.max(base, layout.accepted ? (layout.honest + layout.wrong) / 2 : Math.max(layout.honest, layout.wrong));
+}
+
+export function isRewarded(candidate: Pick<Candidate, 'format' | 'completion'>, result: EvalResult, levels: Levels): boolean {
   return result.status === 'ok' && result.reward !== null && result.reward > thresholdFor(candidate, levels) + EPSILON;
 }
 
@@ -162,20 +223,84 @@ export interface PartialCheck {
   unstated: string;
 }
 
+/** Which alternates a hedge states, and how many values it states in all (the gold among them). */
+export interface StatedValues {
+  alternates: ReadonlySet<string>;
+  count: number;
+}
+
 /**
- * The alternates a hedge is paid under beyond what it earns anyway: more
- * than any wrong answer and more than under the unstated gold, when it is
- * paid that much under its own gold too. Empty when the unstated gold's call
- * gave no reward to compare with.
+ * What committing to one of the values a hedge states earns, measured for a
+ * graded reward: `rewards[i][j]` is the reward of the plain answer `values[i]`,
+ * written in the hedge's layout, when the gold is `values[j]`. `values[0]` is
+ * the row's gold.
  */
-function paidAlternates(alternates: readonly AlternateOutcome[], levels: Levels, check: PartialCheck): string[] {
-  const baseline = alternates.find(({ answer }) => answer === check.unstated)?.result;
-  if (baseline?.status !== 'ok' || baseline.reward === null) return [];
-  const floor = Math.max(levels.wrongCeiling, baseline.reward) + EPSILON;
-  if (check.reward <= floor) return [];
-  return alternates
-    .filter(({ answer, result }) => answer !== check.unstated && result.status === 'ok' && result.reward !== null && result.reward > floor)
-    .map(({ answer }) => answer);
+export interface Commitments {
+  values: readonly string[];
+  rewards: readonly (readonly (number | null)[])[];
+}
+
+/** The evidence that hedging pays: a completion's rewards under the values it states, against what committing earns. */
+export interface HedgeGain {
+  rewards: { gold: string; reward: number }[];
+  /** The values it states, the gold among them. */
+  count: number;
+  /** Its expected reward when the answer is any one of them. */
+  mean: number;
+  /** What committing to one of them earns in expectation. */
+  baseline: number;
+}
+
+/** Gains smaller than this are float noise, not a policy's advantage. */
+const GAIN_EPSILON = 1e-6;
+
+/** An alternate the verifier could not score earns what a wrong answer does. */
+function rewardOf(result: EvalResult, fallback: number): number {
+  return result.status === 'ok' && result.reward !== null ? result.reward : fallback;
+}
+
+/** Whether rewards take levels other than the two calibration measured in the layout: such a graded reward needs its commitments measured. */
+export function isGraded(rewards: readonly number[], layout: Pick<LayoutLevels, 'honest' | 'wrong'>): boolean {
+  return rewards.some((reward) => Math.abs(reward - layout.honest) > EPSILON && Math.abs(reward - layout.wrong) > EPSILON);
+}
+
+/**
+ * The gain test for a completion stating k values. Taken as the gold in
+ * turn, each of them pays it a reward; its expectation (the values not tried
+ * standing in for by the mean of those that were) is compared with what
+ * committing to one value earns: (honest + (k-1) x wrong) / k in the layout
+ * it is written in, where a wrong answer earns at least what the completion
+ * earns under a gold it does not state (a bonus for the layout or the length
+ * is paid whatever it says). A graded reward (similarity, overlap) pays
+ * wrong answers unevenly, so there the commitments are measured and the
+ * best of them is the baseline, over the same golds. Null when hedging gains
+ * nothing.
+ */
+export function hedgeGain(
+  goldReward: number,
+  stated: readonly AlternateOutcome[],
+  count: number,
+  layout: Pick<LayoutLevels, 'honest' | 'wrong'>,
+  { unstatedReward = null, commitments = null }: { unstatedReward?: number | null; commitments?: Commitments | null } = {},
+): HedgeGain | null {
+  if (stated.length === 0) return null;
+  const wrong = Math.max(layout.wrong, unstatedReward ?? layout.wrong);
+  const others = stated.map(({ result }) => rewardOf(result, wrong));
+  const rewards = [{ gold: '', reward: goldReward }, ...stated.map(({ answer }, index) => ({ gold: answer, reward: others[index]! }))];
+  const k = Math.max(count, stated.length + 1);
+  const otherMean = others.reduce((sum, value) => sum + value, 0) / others.length;
+  let mean = (goldReward + (k - 1) * otherMean) / k;
+  let baseline = (layout.honest + (k - 1) * wrong) / k;
+  if (commitments) {
+    const byGold = new Map(rewards.slice(1).map(({ gold, reward }) => [gold, reward]));
+    const hedgeRewards = commitments.values.map((value, index) => (index === 0 ? goldReward : (byGold.get(value) ?? wrong)));
+    const n = commitments.values.length;
+    mean = hedgeRewards.reduce((sum, value) => sum + value, 0) / n;
+    const committed = commitments.rewards.map((row) => row.reduce<number>((sum, value) => sum + (value ?? wrong), 0) / n);
+    baseline = Math.max(unstatedReward ?? Number.NEGATIVE_INFINITY, ...committed);
+  }
+  if (mean <= baseline + GAIN_EPSILON) return null;
+  return { rewards, count: k, mean, baseline };
 }
 
 /**
@@ -184,13 +309,32 @@ function paidAlternates(alternates: readonly AlternateOutcome[], levels: Levels,
  * so a raise under it only means it was not rewarded; a timeout or a crash is
  * an error of the verifier like any other. `screened` is the first pass's
  * verdict when it was `paid`; `partial` is given for hedges whose partial
- * payments are settled too.
+ * payments can be weighed against a gold they do not state.
+ *
+ * A completion stating several values is an exploit when it is rewarded
+ * under a gold it does not state, or when hedging pays (hedgeGain). Paid
+ * under several golds only as much as committing to one of its values
+ * earns, it is not: a fixed first or last rule pays the value it reads.
  */
 export function settle(
   candidate: Candidate,
   alternates: readonly AlternateOutcome[],
   levels: Levels,
-  { screened = 'rewarded', partial = null }: { screened?: 'rewarded' | Extract<Screen, { kind: 'paid' }>; partial?: PartialCheck | null } = {},
+  {
+    screened = 'rewarded',
+    partial = null,
+    stated = null,
+    commitments = null,
+    reward = null,
+  }: {
+    screened?: 'rewarded' | Extract<Screen, { kind: 'paid' }>;
+    partial?: PartialCheck | null;
+    /** The alternates the completion states; by default those it contains as written. */
+    stated?: StatedValues | null;
+    commitments?: Commitments | null;
+    /** The candidate's reward under its own gold, when no partial check gives it. */
+    reward?: number | null;
+  } = {},
 ): Verdict {
   for (const { result } of alternates) {
     if (result.status === 'skipped') return verdict('unjudged');
@@ -198,15 +342,41 @@ export function settle(
   }
   const gold = [candidate.answer];
   if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
-  if (screened === 'rewarded') {
-    const under = alternates.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
-    if (under.length > 0) {
-      const invariant: Invariant = candidate.gFree ? 'answer-ignored' : statesSeveral(candidate) ? 'hedge-rewarded' : 'attack-rewarded';
-      return verdict('exploit', invariant, candidate.severity, [...gold, ...under]);
+  const rewardedUnder = (outcomes: readonly AlternateOutcome[]): string[] =>
+    outcomes.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
+  const notPaid = (): Verdict => {
+    if (screened !== 'rewarded') return screened.otherwise;
+    return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);
+  };
+  if (!statesSeveral(candidate)) {
+    const under = screened === 'rewarded' ? rewardedUnder(alternates) : [];
+    if (under.length > 0 && commitments) {
+      // A graded reward pays a near answer under the gold and under itself alike: an exploit only where
+      // the completion earns more over those golds than writing one of them plainly does.
+      const layout = weighingLevels(candidate, levels);
+      const weighed = alternates.filter(({ answer }) => commitments.values.includes(answer));
+      const goldReward = reward ?? layout?.honest ?? null;
+      if (layout && goldReward !== null && !hedgeGain(goldReward, weighed, commitments.values.length, layout, { commitments })) return notPaid();
     }
+    if (under.length > 0) return verdict('exploit', candidate.gFree ? 'answer-ignored' : 'attack-rewarded', candidate.severity, [...gold, ...under]);
+    return notPaid();
   }
-  const paid = partial && statesSeveral(candidate) ? paidAlternates(alternates, levels, partial) : [];
-  if (paid.length > 0) return verdict('exploit', 'hedge-rewarded', candidate.severity, [...gold, ...paid]);
-  if (screened !== 'rewarded') return screened.otherwise;
-  return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);
+  const invariant: Invariant = candidate.gFree ? 'answer-ignored' : 'hedge-rewarded';
+  const statedSet = stated?.alternates ?? new Set(alternates.filter(({ answer }) => candidate.completion.includes(answer)).map(({ answer }) => answer));
+  const statedOutcomes = alternates.filter(({ answer }) => statedSet.has(answer));
+  const unstatedUnder = screened === 'rewarded' ? rewardedUnder(alternates.filter(({ answer }) => !statedSet.has(answer))) : [];
+  if (unstatedUnder.length > 0) return verdict('exploit', invariant, candidate.severity, [...gold, ...rewardedUnder(statedOutcomes), ...unstatedUnder]);
+  // Partial payments are weighed only where a gold the completion does not state tells what it earns anyway.
+  const baseline = partial ? alternates.find(({ answer }) => answer === partial.unstated)?.result : undefined;
+  const unstatedReward = baseline?.status === 'ok' && baseline.reward !== null ? baseline.reward : null;
+  const own = weighingLevels(candidate, levels);
+  // Screened as rewarded without its reward given, it earned about the honest level.
+  const goldReward = partial?.reward ?? reward ?? (screened === 'rewarded' ? (own?.honest ?? null) : null);
+  if (!own || goldReward === null || (screened !== 'rewarded' && unstatedReward === null)) return notPaid();
+  const gain = hedgeGain(goldReward, statedOutcomes, stated?.count ?? statedOutcomes.length + 1, own, { unstatedReward, commitments });
+  if (!gain) return notPaid();
+  const floor = Math.max(own.wrong, unstatedReward ?? own.wrong) + EPSILON;
+  const paid = gain.rewards.slice(1).filter((entry) => entry.reward > floor).map((entry) => entry.gold);
+  gain.rewards[0]!.gold = candidate.answer;
+  return { ...verdict('exploit', invariant, candidate.severity, [...gold, ...paid]), hedge: gain };
 }

@@ -30,6 +30,8 @@ export const REASON_CODES = [
   'HACK_RATE_CI_OVER',
   // a completion without the gold was paid under it and under another gold
   'ANSWER_IGNORED',
+  // a completion stating several values earns more over them than committing to one would
+  'HEDGING_PAYS',
   'FALSE_ACCEPTS',
   'NOTHING_AUDITED',
   // the same call scored differently at the end of the audit or in a fresh process

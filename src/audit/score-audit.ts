@@ -43,6 +43,7 @@ export function scoreAudit(
     policy,
     broken,
     answerIgnored: tally.answerIgnored,
+    hedgingPays: tally.hedgingPays,
     hackability: score,
     hackRate,
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },

@@ -41,6 +41,18 @@ export type GateProbe =
 
 type AttackProbe = Extract<GateProbe, { kind: 'attack' }>;
 
+/** What the decision names of the first completion hedging paid (see OutcomeTally.hedgingPays). */
+export interface HedgingPays {
+  count: number;
+  completion: string;
+  /** Its reward under each value it states taken as the gold, the row's gold first. */
+  rewards: { gold: string; reward: number }[];
+  /** How many values it states. */
+  values: number;
+  mean: number;
+  baseline: number;
+}
+
 const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
 
 interface FamilyTally {
@@ -68,6 +80,13 @@ export class OutcomeTally {
    * answer.
    */
   answerIgnored: { count: number; completion: string; rewardedUnder: string[] } | null = null;
+  /**
+   * The first exploit of a completion stating several values that earns
+   * more, over the values it states taken as the gold, than committing to
+   * one of them would, and how many there were: hedging pays a policy that
+   * does not know the answer.
+   */
+  hedgingPays: HedgingPays | null = null;
   hacks = 0;
   attempts = 0;
   falseAccepts = 0;
@@ -140,6 +159,13 @@ export class OutcomeTally {
         if (verdict.invariant === 'answer-ignored') {
           if (this.answerIgnored) this.answerIgnored.count += 1;
           else this.answerIgnored = { count: 1, completion: excerpt(candidate.completion, 80), rewardedUnder: [...verdict.rewardedUnder] };
+        }
+        if (verdict.hedge && verdict.invariant === 'hedge-rewarded') {
+          if (this.hedgingPays) this.hedgingPays.count += 1;
+          else {
+            const { rewards, mean, baseline, count } = verdict.hedge;
+            this.hedgingPays = { count: 1, completion: excerpt(candidate.completion, 80), rewards, values: count, mean, baseline };
+          }
         }
         const bucket = this.findingsBySeverity.get(severity)!;
         if (bucket.length < MAX_FINDINGS) bucket.push(findingOf(candidate, verdict, result));

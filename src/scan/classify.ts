@@ -58,6 +58,8 @@ export function asCandidate(completion: string, plan: GoldPlan): ScanCandidate {
       position: null,
       label: null,
       completion,
+      // A model's reply has no template around its values: every word may be an answer.
+      literal: '',
       answer: gold,
       row: plan.row.index,
     },

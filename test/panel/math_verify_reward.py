@@ -1,15 +1,19 @@
 """The math-verify package through its public parse and verify, the way
 math RL rewards commonly call it: the ground truth and the reply are parsed
-with the default extraction and compared with verify()."""
+with the default extraction and compared with verify(), a percentage
+written in the reply taken as X/100 alone."""
 import re
 
 from math_verify import parse, verify
 
 _BOX = re.compile(r"\\boxed\{([^{}]*)\}")
+# math-verify reads `42%` as 42 and as 0.42; a percentage is read as X/100 alone.
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:\\?%|percent(?:age)?\b|pct\b)", re.IGNORECASE)
 
 
 def _text(completion):
-    return completion[-1]["content"] if isinstance(completion, list) else completion
+    text = completion[-1]["content"] if isinstance(completion, list) else completion
+    return _PERCENT.sub(r"(\1/100)", text)
 
 
 def reward(completion, answer, **kwargs):
