@@ -341,11 +341,11 @@ class V1Env(object):
         interception server records it, the phase timings, and the stop a
         harness that exits after its reply gets (`agent_completed`). The
         task's trace `@stop`s run before the model call, as they do there."""
-        from verifiers.v1 import graph
+        from verifiers.v1.graph import MessageNode
         from verifiers.v1.session import call_hook, hook_boundary
         from verifiers.v1.state import state_cls
         from verifiers.v1.trace import ModelCall, TimeSpan
-        from verifiers.v1.types import AssistantMessage, Response, SamplingConfig, Usage
+        from verifiers.v1.types import AssistantMessage, SamplingConfig, Usage
 
         vf = self.vf
         trace = vf.Trace(
@@ -365,17 +365,15 @@ class V1Env(object):
                 raise RuntimeError("the task's @stop %s ends the rollout before the model's turn" % stop.__name__)
         messages = self._prompt_messages(task.data)
         started = time.time()
-        turn = graph.prepare_turn(trace, messages, [])
         usage = Usage(prompt_tokens=_token_estimate(_text_of(messages)), completion_tokens=_token_estimate(text))
-        response = Response(
-            id="chatcmpl-%s" % uuid.uuid4().hex[:24],
-            created=int(started),
-            model=ROLLOUT_MODEL,
-            message=AssistantMessage(content=text),
-            finish_reason="stop",
-            usage=usage,
-        )
-        node = turn.commit(response)
+        # The nodes a tokenless turn commits: the prompt's messages in a chain,
+        # then the sampled reply. (Built here rather than by the graph's commit,
+        # which hashes the text and so refuses a reply that is not valid UTF-8,
+        # one a model served over HTTP cannot send, but the gate tries.)
+        for message in messages:
+            trace.nodes.append(MessageNode(parent=len(trace.nodes) - 1 if trace.nodes else None, message=message))
+        trace.nodes.append(MessageNode(parent=len(trace.nodes) - 1 if trace.nodes else None, message=AssistantMessage(content=text), sampled=True))
+        node = len(trace.nodes) - 1
         trace.calls.append(
             ModelCall(
                 node=node,
@@ -525,7 +523,7 @@ class V0Env(object):
         if track:
             self.watch.check("after scoring this completion")
         if client.turns > 1:
-            raise RuntimeError("the environment asked the model for %d turns; a rollout here has one" % client.turns)
+            raise RuntimeError("the environment asks the model for another turn after its reply; gatekept scores one-turn rollouts")
         if state.get("error") is not None:
             raise RuntimeError("the rollout failed: %s" % _describe(state["error"]))
         if errors:
@@ -584,9 +582,11 @@ class _RewardErrors(object):
 
 
 def _replay_client(text):
-    """A verifiers client whose model answers every request with `text`,
-    counting the turns it is asked for; its response carries what a chat
-    completion does (an id, the model, usage, a stop reason)."""
+    """A verifiers client whose model answers the rollout's first request
+    with `text` and fails any later one (a multi-turn environment would
+    otherwise be answered the same reply forever); it counts the requests.
+    Its response carries what a chat completion does (an id, the model,
+    usage, a stop reason)."""
     from verifiers.clients import Client
     from verifiers.types import Response, ResponseMessage, Usage
 
@@ -606,6 +606,9 @@ def _replay_client(text):
 
         async def get_native_response(self, prompt, model, sampling_args, tools=None, **kwargs):
             self.turns += 1
+            if self.turns > 1:
+                # The library records this as the rollout's error, which ends it.
+                raise RuntimeError("a rollout here has one model turn")
             prompt_tokens = _token_estimate(_text_of(prompt))
             completion_tokens = _token_estimate(text)
             return Response(
