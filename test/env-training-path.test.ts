@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import { auditEnv } from '../src/env-audit/env-audit.js';
 import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -18,6 +19,10 @@ const V1 = () => testPython('verifiers-v1');
 const V0 = () => testPython('verifiers-v0');
 const ROWS = 2;
 const WORKERS = 2;
+/** Loading verifiers takes tens of seconds on a busy machine: the import limit is not what these tests are about. */
+const POLICY = { ...DEFAULT_POLICY, timeouts: { ...DEFAULT_POLICY.timeouts, importMs: 120_000 } };
+/** Each audit runs the gate once per reward and once on the total. */
+const SLOW = 400_000;
 
 /** Runs Python against the loader: `env` is the opened environment. */
 function loaderScript(body: string[]): string {
@@ -26,29 +31,29 @@ function loaderScript(body: string[]): string {
 
 describe('classic environments are scored through their own rollout and rubric', () => {
   it('a weight changed on the first scoring is not a function of the inputs, and the new weights are what is gated', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-reweight'), python: V0(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ env: path.join(ENVS, 'v0-reweight'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
     expect(result.decision).toBe('REJECT');
     expect(result.exitCode).toBe(1);
     const total = result.record.total!;
     expect(total.decision).toBe('REJECT');
     const codes = total.reasons.map((reason) => reason.code);
     expect(codes).toContain('NOT_A_FUNCTION');
-    // The first call of each process finds the change and says what it was.
-    expect(JSON.stringify(total.reasons)).toMatch(/changed its rewards or weights after loading/);
+    // The first call of each process finds the change and raises (its message is checked below, on the loader).
+    expect(codes.some((code) => code.startsWith('BROKEN_ON_') || code === 'ERRORS_ON_ATTACKS')).toBe(true);
     // Loaded, the weights were 1 and 0.1: that is what the record declares.
     const integrity = result.record.checks.find((entry) => entry.name === 'integrity')!;
     expect((integrity.evidence.rewards as { name: string; weight: number }[]).map((reward) => [reward.name, reward.weight])).toEqual([
       ['correct', 1],
       ['formatted', 0.1],
     ]);
-  });
+  }, SLOW);
 
   it('a reward strict only while the trajectory is empty sees the rollout\'s trajectory and is rejected', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-trajectory'), python: V0(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ env: path.join(ENVS, 'v0-trajectory'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
     expect(result.decision).toBe('REJECT');
     expect(result.record.total!.decision).toBe('REJECT');
     expect(result.record.total!.reasons.map((reason) => reason.code)).not.toContain('NOT_A_FUNCTION');
-  });
+  }, SLOW);
 
   it('the state a reward sees is a rollout\'s, its errors are raised, and the change is reported once per change', async () => {
     const script = loaderScript([
@@ -101,10 +106,10 @@ describe('classic environments are scored through their own rollout and rubric',
 
 describe('0.4 tasksets are scored on a trace that records the model call', () => {
   it('a reward strict only when the trace has no model call is rejected', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-calls'), python: V1(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ env: path.join(ENVS, 'v1-calls'), python: V1(), rows: ROWS, workers: WORKERS, policy: POLICY });
     expect(result.decision).toBe('REJECT');
     expect(result.record.total!.decision).toBe('REJECT');
-  });
+  }, SLOW);
 
   it('the trace holds the prompt, the reply and its call; a weight changed while scoring is reported', async () => {
     const script = loaderScript([
