@@ -9,7 +9,13 @@ the first scored call does not pay for lazy imports.
 The gate calls `reward(completion, answer, info)` with the completion as text
 and `info["gatekept_row"]` naming the dataset row. `answer` may be any gold
 the gate chooses (the row's own or an alternate): it replaces the row's answer
-before the environment builds its scoring input.
+before the environment builds its scoring input. Each call is scored on the
+training path (a rollout's state or trace, the rewards and weights the
+environment holds at that moment). The warm-up is not counted as a call: a
+reward or weight the environment changes on its first scoring is found by
+the first call the gate makes, in this process as in a fresh one, which
+raises; the gate, scoring a sample again in a fresh process, sees a reward
+that changed and reports it as not a function of its inputs.
 """
 
 import json
@@ -31,7 +37,7 @@ def _warm_up():
     gold = rows[0]["answer"] if rows and rows[0]["answer"] else "0"
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(ENV.score(0, gold, "\\boxed{%s}" % gold, REWARD))
+        loop.run_until_complete(ENV.score(0, gold, "\\boxed{%s}" % gold, REWARD, track=False))
     except Exception:
         # A reward that raises is the gate's finding to make, on a real candidate.
         pass
