@@ -1,5 +1,5 @@
 import type { InspectedEnv } from '../inspect-env.js';
-import { clampScore, statusFor, type CheckResult } from '../record.js';
+import { clampScore, LOAD_TIMEOUT_STAGE, notRun, statusFor, type CheckResult } from '../record.js';
 
 /**
  * Integrity: the environment loads offline, exports what its library
@@ -7,6 +7,13 @@ import { clampScore, statusFor, type CheckResult } from '../record.js';
  * with a finite weight. A pure function of what the loader reported.
  */
 export function checkIntegrity(inspected: InspectedEnv): CheckResult {
+  if (!inspected.ok && inspected.stage === LOAD_TIMEOUT_STAGE) {
+    return notRun('integrity', `could not load in time: ${inspected.error} (a busy machine or a slow import: raise timeouts.import_ms in the policy)`, {
+      loaded: false,
+      stage: inspected.stage,
+      error: inspected.error,
+    });
+  }
   if (!inspected.ok) {
     const missing = inspected.missing_module ? ` (missing module ${inspected.missing_module})` : '';
     return {
