@@ -421,7 +421,7 @@ def _serve_local_datasets(files):
     try:
         import datasets
     except ImportError as exc:
-        raise LoadFailure("load", "--dataset needs the datasets library in this Python: %s" % _describe(exc), "datasets") from exc
+        raise LoadFailure("load", "--local-dataset needs the datasets library in this Python: %s" % _describe(exc), "datasets") from exc
     import tempfile
 
     original = datasets.load_dataset

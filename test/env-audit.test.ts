@@ -370,6 +370,14 @@ describe('the checks as pure functions', () => {
     // Other countries in the same template: no question of the environment is in the eval set.
     const clean = checkContamination(prompts, against(['What is the capital of France?', 'What is the capital of Brazil?', 'What is the capital of India?']), ['eval.jsonl']);
     expect(clean).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
+    // Several templates, none covering half the prompts: each template's wording is left out all the same.
+    const templates = ['What is the capital of', 'Which river flows through', 'What language is spoken in', 'What currency does one pay with in'];
+    const mixed = templates.flatMap((template) => countries.map((country) => `${template} ${country}?`));
+    const several = checkContamination(mixed, against(['What is the capital of France?', 'Which river flows through Brazil?']), ['eval.jsonl']);
+    expect(several).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
+    const caught = checkContamination(mixed, against(['Which river flows through Kenya, if any?']), ['eval.jsonl']);
+    expect(caught.evidence).toMatchObject({ near: 1 });
+    expect((caught.evidence.pairs as { row: number }[])[0]!.row).toBe(12);
     // The same question reworded around its content still matches.
     const reworded = checkContamination(prompts, against(['Q: what is the capital of Mongolia? One word please.']), ['eval.jsonl']);
     expect(reworded.evidence).toMatchObject({ exact: 0, near: 1 });

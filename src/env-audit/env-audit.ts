@@ -9,7 +9,7 @@ import type { AnswerFormat, AnswerType } from '../types.js';
 import { checkContamination } from './checks/contamination.js';
 import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
-import { checkRewardDesign, promptedFormat } from './checks/reward-design.js';
+import { checkRewardDesign, promptedFormat, promptedTags } from './checks/reward-design.js';
 import { checkRewardDistribution } from './checks/reward-distribution.js';
 import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
 import { gateThroughEnv, type EnvGateRow } from './env-gate.js';
@@ -63,7 +63,7 @@ export interface EnvAuditOptions {
   workers?: number;
   /** Keyword arguments for the environment's loader, as `vf-eval --env-args` takes them (see EnvLoadOptions). */
   envArgs?: Readonly<Record<string, unknown>>;
-  /** Datasets the environment loads by name, served from local files instead (name -> file). */
+  /** Datasets the environment loads by name, served from local files instead (name -> file; --local-dataset). */
   datasets?: Readonly<Record<string, string>>;
   /** A Hugging Face cache directory read offline and read-only (default: the user's, when there is one; null: none). */
   hfCache?: string | null;
@@ -149,8 +149,12 @@ function formatChosen(format: EnvAuditOptions['format']): boolean {
   return typeof format === 'string' ? format !== 'auto' : format.some((entry) => entry !== 'auto');
 }
 
+/** The error in one line, with the last of its details (the verifier's own error, for a failed import). */
 function errorText(error: unknown): string {
-  if (isGatekeptError(error)) return `${error.message}${error.suggestion ? ` (${error.suggestion})` : ''}`;
+  if (isGatekeptError(error)) {
+    const detail = error.details.filter((line) => line.trim() !== '').slice(-1)[0];
+    return `${error.message}${detail && !error.message.includes(detail.trim()) ? `: ${detail.trim()}` : ''}${error.suggestion ? ` (${error.suggestion})` : ''}`;
+  }
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -293,7 +297,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     rewards = gated.rewards;
     refusedOption = gated.notGated?.refusedOption ?? false;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
-    const rewardDesign = checkRewardDesign(total, rewards, gated.notGated?.reason ?? null, promptedFormat(instructions));
+    const rewardDesign = checkRewardDesign(total, rewards, gated.notGated?.reason ?? null, promptedFormat(instructions), promptedTags(instructions));
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind)];
   }
 

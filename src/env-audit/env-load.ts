@@ -86,7 +86,7 @@ export function parseEnvArgs(text: string): Record<string, unknown> {
 }
 
 /**
- * `--dataset NAME=FILE` (repeatable): the name exactly as the environment
+ * `--local-dataset NAME=FILE` (repeatable): the name exactly as the environment
  * passes it to `datasets.load_dataset` (e.g. `openai/gsm8k`), the file a
  * local JSONL, JSON, CSV or Parquet file. The last `=` splits, so a name may
  * hold one; a file name may not.
@@ -98,21 +98,21 @@ export function parseDatasetFiles(entries: readonly string[], cwd: string): Reco
     const name = split > 0 ? entry.slice(0, split).trim() : '';
     const file = split > 0 ? entry.slice(split + 1).trim() : '';
     if (name === '' || file === '') {
-      throw new GatekeptError('BAD_ARGUMENT', `--dataset ${JSON.stringify(entry)} is not NAME=FILE`, {
-        suggestion: 'name the dataset as the environment loads it and a local file, e.g. --dataset openai/gsm8k=gsm8k-test.jsonl',
+      throw new GatekeptError('BAD_ARGUMENT', `--local-dataset ${JSON.stringify(entry)} is not NAME=FILE`, {
+        suggestion: 'name the dataset as the environment loads it and a local file, e.g. --local-dataset openai/gsm8k=gsm8k-test.jsonl',
       });
     }
     const absolute = path.resolve(cwd, file);
     if (!existsSync(absolute) || !statSync(absolute).isFile()) {
-      throw new GatekeptError('FILE_NOT_FOUND', `--dataset ${name}: no file at ${absolute}`, { suggestion: 'give an existing JSONL, JSON, CSV or Parquet file' });
+      throw new GatekeptError('FILE_NOT_FOUND', `--local-dataset ${name}: no file at ${absolute}`, { suggestion: 'give an existing JSONL, JSON, CSV or Parquet file' });
     }
     if (!DATASET_FILE_SUFFIXES.some((suffix) => absolute.toLowerCase().endsWith(suffix))) {
-      throw new GatekeptError('BAD_ARGUMENT', `--dataset ${name}: cannot tell the format of ${path.basename(absolute)}`, {
+      throw new GatekeptError('BAD_ARGUMENT', `--local-dataset ${name}: cannot tell the format of ${path.basename(absolute)}`, {
         suggestion: `give a file ending in ${DATASET_FILE_SUFFIXES.join(', ')}`,
       });
     }
     if (name in out && out[name] !== absolute) {
-      throw new GatekeptError('BAD_ARGUMENT', `--dataset ${name} is given twice, with different files`, { suggestion: 'give each dataset name once' });
+      throw new GatekeptError('BAD_ARGUMENT', `--local-dataset ${name} is given twice, with different files`, { suggestion: 'give each dataset name once' });
     }
     out[name] = absolute;
   }

@@ -30,6 +30,13 @@ export function promptedFormat(instructions: string | null): AnswerFormat | null
   return null;
 }
 
+/** The tags the instructions ask the answer in that no built-in format covers (`<reversed_text>`). */
+export function promptedTags(instructions: string | null): string[] {
+  if (!instructions) return [];
+  const tags = [...instructions.matchAll(/<([A-Za-z_][\w-]*)>/g)].map((match) => match[1]!);
+  return [...new Set(tags.filter((tag) => !/^(answer|think|thinking|reasoning)$/i.test(tag)))];
+}
+
 /**
  * A reward that pays the layout whatever the answer (FORMAT_ONLY on its own)
  * with this share of the weights or more is worth warning about even when the
@@ -72,6 +79,7 @@ export function checkRewardDesign(
   entries: readonly EnvRewardEntry[],
   skipped: string | null,
   prompted: AnswerFormat | null = null,
+  tags: readonly string[] = [],
 ): CheckResult {
   if (total === null) {
     // Could not audit is not gameable: no verdict, and no weight in the score.
@@ -79,6 +87,17 @@ export function checkRewardDesign(
       audited: false,
       reason: skipped,
       not_audited: entries.filter((entry) => entry.status === 'NOT_AUDITED').map(({ name, reason }) => ({ name, reason })),
+    });
+  }
+  // Paid in no layout the gate knows while the instructions ask for a tag of
+  // their own: the layout is undeclared, which says nothing of gameability.
+  if (total.decision === 'REJECT' && tags.length > 0 && total.reasons.every((reason) => reason.code === 'NO_FORMAT_ACCEPTS_GOLD')) {
+    const formats = tags.map((tag) => `--format '<${tag}>{}</${tag}>'`).join(' or ');
+    return notRun('reward_design', `could not audit: the reward pays the gold in no built-in layout, and the instructions ask for <${tags[0]}>; declare the layout with ${formats}`, {
+      audited: false,
+      reason: 'NO_FORMAT_ACCEPTS_GOLD',
+      prompted_tags: [...tags],
+      suggested_formats: tags.map((tag) => `<${tag}>{}</${tag}>`),
     });
   }
   const rewards = audited(entries);
