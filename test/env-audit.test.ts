@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { withoutTiming } from '../src/audit/record.js';
 import { checkContamination } from '../src/env-audit/checks/contamination.js';
@@ -35,6 +35,8 @@ const ROWS = 2;
  * tests are about verdicts, so they give imports room.
  */
 const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
+// Each audit loads verifiers several times: on a busy machine that is minutes, not seconds.
+vi.setConfig({ testTimeout: 900_000 });
 const WORKERS = 2;
 
 function cli(args: string[]) {
