@@ -469,7 +469,7 @@ describe('the classic package under verifiers 0.3.1 (venv verifiers-v0)', () => 
       })),
     );
     expect(result.train_rows).toBe(ROWS.length);
-    expect(result.eval_defaults).toEqual({ num_examples: 3, rollouts_per_example: 3 });
+    expect(result.eval_defaults).toEqual({ num_examples: 3, rollouts_per_example: 7 });
     expect(result.refused).toMatch(/rubric cannot be replaced/);
 
     expect(result.scores.map((score: { reward: number }) => score.reward)).toEqual(EXPECTED);
