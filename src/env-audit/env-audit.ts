@@ -197,7 +197,8 @@ async function auditRewards(
     policy,
     answerType: options.answerType ?? 'auto',
     ...(options.choices ? { choices: options.choices } : {}),
-    format: options.format ?? 'auto',
+    // No format named is every format, as for gate().
+    format: options.format === undefined || (Array.isArray(options.format) && options.format.length === 0) ? 'auto' : options.format,
     ...(options.strict ? { strict: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
