@@ -38,6 +38,11 @@ import uuid
 for _name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_name, "1")
 
+# How to load the environment beyond its id (JSON, see load_options): set by
+# `audit --env` for the inspecting process; the gate's shim passes its own.
+LOAD_VARIABLE = "GATEKEPT_ENV_LOAD"
+DATASET_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
 ANSWER_FIELDS = ("answer", "solution", "target", "label", "ground_truth", "gold", "expected", "reference")
 MAX_ROWS = 100000
 
@@ -244,7 +249,7 @@ class V1Env(object):
 
     kind = "verifiers-v1"
 
-    def __init__(self, module_name, module):
+    def __init__(self, module_name, module, env_args):
         import verifiers
         import verifiers.v1 as vf
         from verifiers.v1.utils.loaders import taskset_class
@@ -256,7 +261,8 @@ class V1Env(object):
         except (AttributeError, TypeError, ValueError) as exc:
             raise LoadFailure("exports", _describe(exc)) from exc
         try:
-            config = vf.taskset_config_type(module_name)(id=module_name)
+            # vf-eval's `--env.taskset.KEY value`: env args are the config's fields.
+            config = vf.taskset_config_type(module_name)(**{**env_args, "id": module_name})
             taskset = vf.load_taskset(config)
             if not taskset.bounded:
                 taskset = taskset.take(MAX_ROWS)
@@ -421,7 +427,7 @@ class V0Env(object):
 
     kind = "verifiers-v0"
 
-    def __init__(self, module_name, module):
+    def __init__(self, module_name, module, env_args):
         import verifiers as vf
 
         self.vf = vf
@@ -430,9 +436,11 @@ class V0Env(object):
         if not callable(load):
             raise LoadFailure("exports", "%s defines no load_environment()" % module_name)
         try:
-            self.env = load()
+            # As `vf-eval ENV -a '{"k": v}'` calls it.
+            self.env = load(**env_args)
         except BaseException as exc:
-            raise LoadFailure("load", "load_environment() failed: %s" % _describe(exc)) from exc
+            called = "load_environment(**%s)" % json.dumps(env_args) if env_args else "load_environment()"
+            raise LoadFailure("load", "%s failed: %s" % (called, _describe(exc))) from exc
         dataset = None
         for getter in ("get_eval_dataset", "get_dataset"):
             try:
@@ -631,7 +639,101 @@ def _replay_client(text):
     return ReplayClient()
 
 
-def open_env(spec):
+def load_options(raw=None):
+    """The load settings: `env_args` (keyword arguments for the loader),
+    `datasets` (name -> local file), `hf_datasets_cache` and `hf_hub_cache`
+    (the user's cache directories, read-only)."""
+    if raw is None:
+        text = os.environ.get(LOAD_VARIABLE) or "{}"
+        raw = json.loads(text)
+    return {
+        "env_args": dict(raw.get("env_args") or {}),
+        "datasets": dict(raw.get("datasets") or {}),
+        "hf_datasets_cache": raw.get("hf_datasets_cache"),
+        "hf_hub_cache": raw.get("hf_hub_cache"),
+    }
+
+
+def _shadow_cache(readonly):
+    """A writable copy of a read-only datasets cache made of links: `datasets`
+    takes a lock file beside every prepared dataset and writes `.map()`
+    results next to its Arrow files, so it cannot read a cache it may not
+    write. Directories are made anew, files are symbolic links into the
+    user's cache; downloads and locks are left out (loading offline reads
+    only the prepared Arrow files)."""
+    import tempfile
+
+    shadow = tempfile.mkdtemp(prefix="hf-datasets-")
+    for root, dirs, files in os.walk(readonly):
+        relative = os.path.relpath(root, readonly)
+        if relative == ".":
+            dirs[:] = [name for name in dirs if name != "downloads"]
+        target = os.path.join(shadow, relative)
+        os.makedirs(target, exist_ok=True)
+        for name in files:
+            if not name.endswith(".lock"):
+                os.symlink(os.path.join(root, name), os.path.join(target, name))
+    return shadow
+
+
+def _split_of_file(split):
+    """The split to read from a local file standing for a named dataset: it
+    has one, `train`, and stands for whichever the environment asks for
+    (`test[:100]` reads `train[:100]`)."""
+    if not isinstance(split, str):
+        return split
+    bracket = split.find("[")
+    return "train" if bracket < 0 else "train" + split[bracket:]
+
+
+def _serve_local_datasets(files):
+    """Serve `datasets.load_dataset(NAME, ...)` from a local file for each
+    NAME given, whatever configuration or split it asks for; any other name
+    goes to the real function. Patched before the environment (or verifiers)
+    imports, so `from datasets import load_dataset` binds the patched one."""
+    try:
+        import datasets
+    except ImportError as exc:
+        raise LoadFailure("load", "--local-dataset needs the datasets library in this Python: %s" % _describe(exc), "datasets") from exc
+    import tempfile
+
+    original = datasets.load_dataset
+    # Reading a local file writes Arrow files into a cache: a private, writable one.
+    cache_dir = tempfile.mkdtemp(prefix="local-datasets-")
+
+    class AnySplit(datasets.DatasetDict):
+        """Every split name reads the file: an environment asking for all splits then picking `test` gets it."""
+
+        def __missing__(self, key):
+            return dict.__getitem__(self, "train")
+
+    def load_dataset(path, *args, **kwargs):
+        file = files.get(path) if isinstance(path, str) else None
+        if file is None:
+            return original(path, *args, **kwargs)
+        builder = DATASET_BUILDERS[os.path.splitext(file)[1].lower()]
+        split = _split_of_file(kwargs.get("split"))
+        loaded = original(builder, data_files={"train": file}, split=split, cache_dir=cache_dir)
+        return AnySplit(loaded) if isinstance(loaded, datasets.DatasetDict) else loaded
+
+    load_dataset.__wrapped__ = original
+    datasets.load_dataset = load_dataset
+
+
+def _apply_load(load):
+    """Set up what load_options names before anything imports `datasets`,
+    which reads its cache settings once, at import."""
+    if load["hf_hub_cache"]:
+        os.environ["HF_HUB_CACHE"] = load["hf_hub_cache"]
+    if load["hf_datasets_cache"]:
+        os.environ["HF_DATASETS_CACHE"] = _shadow_cache(load["hf_datasets_cache"])
+    if load["datasets"]:
+        _serve_local_datasets(load["datasets"])
+
+
+def open_env(spec, load=None):
+    load = load_options(load)
+    _apply_load(load)
     module_name, directory = _module_for(spec)
     module = _import(module_name, directory)
     if callable(getattr(module, "load_environment", None)):
@@ -639,7 +741,7 @@ def open_env(spec):
             import verifiers  # noqa: F401
         except ImportError as exc:
             raise LoadFailure("import", "verifiers is not installed: %s" % _describe(exc), "verifiers") from exc
-        return V0Env(module_name, module), module
+        return V0Env(module_name, module, load["env_args"]), module
     try:
         import verifiers.v1  # noqa: F401
     except ImportError:
@@ -647,7 +749,7 @@ def open_env(spec):
             "exports",
             "%s defines no load_environment() and verifiers 0.4 (verifiers.v1) is not installed" % module_name,
         ) from None
-    return V1Env(module_name, module), module
+    return V1Env(module_name, module, load["env_args"]), module
 
 
 def kind_hint(spec):

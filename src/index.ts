@@ -26,7 +26,7 @@ export { loadSeed, type Seed, type SeedInput } from './pack/seed.js';
 export { smoke, formatSmokeReport, type SmokeOptions, type SmokeReport } from './smoke/smoke.js';
 export { auditEnv, type EnvAuditOptions, type EnvAuditResult } from './env-audit/env-audit.js';
 export { formatEnvScorecard } from './env-audit/scorecard.js';
-export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult } from './env-audit/record.js';
+export { ENV_AUDIT_SCHEMA, type EnvAuditRecord, type CheckResult, type EnvDecision, type EnvRewardEntry } from './env-audit/record.js';
 export { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from './runtime/sandbox.js';
 export { scan, type ScanOptions, type ScanResult } from './scan/scan.js';
 export { SCAN_SCHEMA, type ScanRecord } from './scan/scan-record.js';

@@ -241,15 +241,17 @@ describe('rendering environment packages', () => {
     const init = files.get('emit_probe/__init__.py')!;
     expect(init).toContain('__all__ = ["EmitProbeTaskset"]');
     expect(files.get('README.md')).toContain('prime env push');
+    // Enough rollouts for the 20 samples audit --env --results needs: 3 rows, 7 rollouts each.
+    expect(files.get('README.md')).toContain('vf-eval emit-probe -m <model> -n 3 -r 7 ');
   });
 
   it('keeps the classic package on verifiers 0.3 and says to push it with --runtime v0', () => {
     const files = renderVerifiersV0Package(SPEC);
     expect(VERIFIERS_REQUIREMENT).toBe('verifiers>=0.3.1,<0.4');
     expect(files.get('pyproject.toml')).toContain('dependencies = ["verifiers>=0.3.1,<0.4", "datasets"]');
-    expect(files.get('pyproject.toml')).toMatch(/\[tool\.verifiers\.eval\]\nnum_examples = 3\nrollouts_per_example = 3\n/);
+    expect(files.get('pyproject.toml')).toMatch(/\[tool\.verifiers\.eval\]\nnum_examples = 3\nrollouts_per_example = 7\n/);
     expect(files.get('README.md')).toContain('prime env push --runtime v0');
-    expect(files.get('README.md')).toContain('vf-eval emit-probe -m <model> -n 3 -r 3');
+    expect(files.get('README.md')).toContain('vf-eval emit-probe -m <model> -n 3 -r 7');
   });
 
   it('depends on openenv only and declares what openenv validate checks', () => {
@@ -467,7 +469,7 @@ describe('the classic package under verifiers 0.3.1 (venv verifiers-v0)', () => 
       })),
     );
     expect(result.train_rows).toBe(ROWS.length);
-    expect(result.eval_defaults).toEqual({ num_examples: 3, rollouts_per_example: 3 });
+    expect(result.eval_defaults).toEqual({ num_examples: 3, rollouts_per_example: 7 });
     expect(result.refused).toMatch(/rubric cannot be replaced/);
 
     expect(result.scores.map((score: { reward: number }) => score.reward)).toEqual(EXPECTED);

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { withoutTiming } from '../src/audit/record.js';
 import { checkContamination } from '../src/env-audit/checks/contamination.js';
@@ -15,10 +15,10 @@ import { checkDatasetHealth, promptLeaksAnswer } from '../src/env-audit/checks/d
 import { checkIntegrity } from '../src/env-audit/checks/integrity.js';
 import { checkRewardDesign, promptedFormat } from '../src/env-audit/checks/reward-design.js';
 import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
-import { auditEnv } from '../src/env-audit/env-audit.js';
+import { auditEnv, exitCodeFor } from '../src/env-audit/env-audit.js';
 import { loadAgainstFile, loadResultsFile } from '../src/env-audit/input-files.js';
 import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
-import type { EnvAuditRecord } from '../src/env-audit/record.js';
+import { decisionFor, type CheckResult, type EnvAuditRecord } from '../src/env-audit/record.js';
 import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { testPython } from './support/test-python.js';
@@ -29,6 +29,14 @@ const V1 = () => testPython('verifiers-v1');
 const V0 = () => testPython('verifiers-v0');
 /** Two rows keep each gate run to a few seconds; the decision rule is the gate's own. */
 const ROWS = 2;
+/**
+ * Importing verifiers 0.4 takes seconds of CPU; on a busy machine more than
+ * the default import limit, which would leave these audits INCOMPLETE. The
+ * tests are about verdicts, so they give imports room.
+ */
+const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
+// Each audit loads verifiers several times: on a busy machine that is minutes, not seconds.
+vi.setConfig({ testTimeout: 900_000 });
 const WORKERS = 2;
 
 function cli(args: string[]) {
@@ -68,7 +76,7 @@ afterAll(async () => {
 
 describe('verifiers 0.4 environments', () => {
   it('a sound Taskset passes, with each reward and the weighted total gated through Task.score', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, results: healthyV1 });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, results: healthyV1 });
     const { record } = result;
     expect(result.exitCode).toBe(0);
     expect(record.schema).toBe('gatekept.env-audit/v1');
@@ -85,10 +93,10 @@ describe('verifiers 0.4 environments', () => {
       ['formatted', 0.1],
     ]);
     // The format reward alone does not check the answer: reported, but not what the decision rests on.
-    expect(record.rewards.find((reward) => reward.name === 'formatted')!.audit.decision).toBe('REJECT');
+    expect(record.rewards.find((reward) => reward.name === 'formatted')!.audit?.decision).toBe('REJECT');
     // The terminal says why each reward's own gate rejected it.
     expect(formatEnvScorecard(record)).toMatch(/^ {2}formatted +weight 0\.1 +REJECT +hackability \d+\.\d(, \d+ false accepts?)?, [A-Z_]*FORMAT_ONLY/m);
-    expect(record.rewards.find((reward) => reward.name === 'correct')!.audit.decision).toBe('PASS');
+    expect(record.rewards.find((reward) => reward.name === 'correct')!.audit?.decision).toBe('PASS');
     // Honest calibration through the environment: the boxed gold earns correct + 0.1 formatted.
     const boxed = record.total!.honest.calibration.find((cell) => cell.format === 'boxed' && !cell.think && cell.row === record.total!.target.golds[0]!.row);
     expect(boxed).toMatchObject({ honest: 1.1, wrong: 0.1, accepted: true });
@@ -106,10 +114,18 @@ describe('verifiers 0.4 environments', () => {
   });
 
   it('an --answer-type that does not fit the golds is the user\'s mistake (exit 2), with the scorecard still built', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, answerType: 'boolean' });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, answerType: 'boolean' });
     expect(result.exitCode).toBe(2);
-    expect(check(result.record, 'reward_design')).toMatchObject({ status: 'FAIL' });
-    expect(check(result.record, 'reward_design').justification).toMatch(/not audited: gold .* is not a boolean answer/);
+    // Not run, not failed: the gate never got to the rewards, so nothing says they are gameable.
+    expect(check(result.record, 'reward_design')).toMatchObject({ status: 'NOT_RUN', score: null });
+    expect(check(result.record, 'reward_design').justification).toMatch(/could not audit: gold .* is not a boolean answer/);
+    expect(result.record.decision).toBe('INCOMPLETE');
+    // Every reward is still listed, with why it was not audited.
+    expect(result.record.rewards.map((reward) => [reward.name, reward.status])).toEqual([
+      ['correct', 'NOT_AUDITED'],
+      ['formatted', 'NOT_AUDITED'],
+    ]);
+    expect(result.record.rewards[0]!.reason).toMatch(/weighted total could not be gated: gold/);
   });
 
   it('a project name that is not its module\'s fails integrity (exit 2), naming the modules the directory holds', async () => {
@@ -117,21 +133,36 @@ describe('verifiers 0.4 environments', () => {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'pyproject.toml'), '[project]\nname = "vf-renamed-env"\nversion = "0.1.0"\n');
     await writeFile(path.join(dir, 'renamed_env.py'), 'x = 1\n');
-    const result = await auditEnv({ env: dir, python: V1(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: dir, python: V1(), rows: ROWS, workers: WORKERS });
     expect(result.exitCode).toBe(2);
     expect(check(result.record, 'integrity').justification).toMatch(/no module vf_renamed_env in .*the directory holds renamed_env/);
   });
 
   it('a Taskset not exported through __all__ fails integrity (exit 2)', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-no-export'), python: V1(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-no-export'), python: V1(), rows: ROWS, workers: WORKERS });
     expect(result.exitCode).toBe(2);
     expect(result.record.env.kind).toBe('verifiers-v1');
     expect(check(result.record, 'integrity')).toMatchObject({ status: 'FAIL', evidence: { stage: 'exports' } });
     expect(check(result.record, 'integrity').justification).toMatch(/__all__/);
   });
 
+  it('a Taskset whose only reward needs a runtime is INCOMPLETE (exit 3), not REJECT, with the reward listed and why', async () => {
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-runtime-only'), python: V1(), rows: ROWS, workers: WORKERS });
+    expect(result.exitCode).toBe(3);
+    expect(result.decision).toBe('INCOMPLETE');
+    expect(check(result.record, 'reward_design')).toMatchObject({ status: 'NOT_RUN', score: null });
+    expect(check(result.record, 'reward_design').justification).toMatch(/could not audit: no reward can be scored offline/);
+    expect(check(result.record, 'integrity').status).toBe('WARN');
+    expect(result.record.rewards).toEqual([{ name: 'runs_correctly', weight: 1, status: 'NOT_AUDITED', reason: expect.stringMatching(/needs a sandbox runtime/), audit: null }]);
+    const card = formatEnvScorecard(result.record);
+    expect(card).toMatch(/^reward design +NOT_RUN +- +could not audit/m);
+    expect(card).toMatch(/^ {2}runs_correctly +weight 1 +not audited: it needs a sandbox runtime/m);
+    expect(card).toMatch(/^INCOMPLETE: .*could not run: reward design$/m);
+    expect(result.record.statement).toMatch(/not a verdict/);
+  });
+
   it('a reward that accepts answer dumps fails reward design (exit 1)', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-dump'), python: V1(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-dump'), python: V1(), rows: ROWS, workers: WORKERS });
     expect(result.exitCode).toBe(1);
     expect(result.decision).toBe('REJECT');
     const design = check(result.record, 'reward_design');
@@ -143,7 +174,7 @@ describe('verifiers 0.4 environments', () => {
   });
 
   it('duplicated rows, a leaked answer and an empty answer fail dataset health', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-dupes'), python: V1(), rows: ROWS, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-dupes'), python: V1(), rows: ROWS, workers: WORKERS });
     const health = check(result.record, 'dataset_health');
     expect(health.status).toBe('FAIL');
     expect(health.evidence).toMatchObject({ duplicates_total: 2, empty_answers_total: 1, near_duplicates_total: 1, answer_in_prompt_total: 1 });
@@ -182,7 +213,7 @@ describe('verifiers 0.4 environments', () => {
   it('an installed module is found by name or hub id, as vf-eval resolves it', async () => {
     const target = path.join(scratch, 'site');
     await execa(V1(), ['-m', 'pip', 'install', '--no-deps', '--no-index', '--no-build-isolation', '--quiet', '--disable-pip-version-check', '--target', target, path.join(ENVS, 'v1-sound')], { stdin: 'ignore' });
-    const result = await auditEnv({ env: 'someone/v1-sound@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: 'someone/v1-sound@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
     expect(result.record.env).toMatchObject({ id: 'v1_sound', kind: 'verifiers-v1', path: null });
     expect(check(result.record, 'integrity').status).toBe('PASS');
     expect(result.record.total?.decision).toBeDefined();
@@ -225,7 +256,7 @@ describe('classic verifiers 0.3 environments', () => {
   });
 
   it('a reward that accepts answer dumps fails reward design; the record is deterministic apart from timing', async () => {
-    const options = { env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS };
+    const options = { policy: POLICY, env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS };
     const result = await auditEnv(options);
     expect(result.exitCode).toBe(1);
     expect(check(result.record, 'reward_design').status).toBe('FAIL');
@@ -233,12 +264,12 @@ describe('classic verifiers 0.3 environments', () => {
     expect(check(result.record, 'integrity').status).toBe('PASS');
     const again = await auditEnv({ ...options, workers: 1 });
     const untimed = (record: EnvAuditRecord) =>
-      JSON.stringify({ ...record, total: record.total && withoutTiming(record.total), rewards: record.rewards.map((reward) => ({ ...reward, audit: withoutTiming(reward.audit) })) });
+      JSON.stringify({ ...record, total: record.total && withoutTiming(record.total), rewards: record.rewards.map((reward) => ({ ...reward, audit: reward.audit && withoutTiming(reward.audit) })) });
     expect(untimed(again.record)).toBe(untimed(result.record));
   });
 
   it('duplicated rows and an empty answer fail dataset health', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-dupes'), python: V0(), rows: 1, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-dupes'), python: V0(), rows: 1, workers: WORKERS });
     expect(check(result.record, 'dataset_health')).toMatchObject({ status: 'FAIL', evidence: { duplicates_total: 2, empty_answers_total: 1 } });
   });
 
@@ -289,7 +320,7 @@ describe('bad input', () => {
 
 describe('alternate golds through an environment', () => {
   it("gives an alternate gold the row's own aliases: a sound alias reward of a classic environment passes", async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-aliases'), python: V0(), rows: 4, workers: WORKERS });
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-aliases'), python: V0(), rows: 4, workers: WORKERS });
     expect(result.exitCode).toBe(0);
     expect(check(result.record, 'reward_design').status).toBe('PASS');
     expect(result.record.total?.findings_total).toBe(0);
@@ -341,6 +372,14 @@ describe('the checks as pure functions', () => {
     // Other countries in the same template: no question of the environment is in the eval set.
     const clean = checkContamination(prompts, against(['What is the capital of France?', 'What is the capital of Brazil?', 'What is the capital of India?']), ['eval.jsonl']);
     expect(clean).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
+    // Several templates, none covering half the prompts: each template's wording is left out all the same.
+    const templates = ['What is the capital of', 'Which river flows through', 'What language is spoken in', 'What currency does one pay with in'];
+    const mixed = templates.flatMap((template) => countries.map((country) => `${template} ${country}?`));
+    const several = checkContamination(mixed, against(['What is the capital of France?', 'Which river flows through Brazil?']), ['eval.jsonl']);
+    expect(several).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
+    const caught = checkContamination(mixed, against(['Which river flows through Kenya, if any?']), ['eval.jsonl']);
+    expect(caught.evidence).toMatchObject({ near: 1 });
+    expect((caught.evidence.pairs as { row: number }[])[0]!.row).toBe(12);
     // The same question reworded around its content still matches.
     const reworded = checkContamination(prompts, against(['Q: what is the capital of Mongolia? One word please.']), ['eval.jsonl']);
     expect(reworded.evidence).toMatchObject({ exact: 0, near: 1 });
@@ -368,6 +407,20 @@ describe('the checks as pure functions', () => {
     const healthy = await loadResultsFile(healthyV1);
     expect(healthy.layout).toBe('verifiers-v1');
     expect(healthy.samples.filter((sample) => sample.reward === 1.1)).not.toHaveLength(0);
+  });
+
+  it('decisions and exit codes: a check that could not run is never REJECT', () => {
+    const ran = (status: CheckResult['status']) => ({ name: 'reward_design' as const, status, score: null, justification: '', evidence: {} });
+    expect(decisionFor([ran('PASS'), ran('N/A')])).toBe('PASS');
+    expect(decisionFor([ran('PASS'), ran('NOT_RUN')])).toBe('INCOMPLETE');
+    expect(decisionFor([ran('FAIL'), ran('NOT_RUN')])).toBe('REJECT');
+    expect([exitCodeFor('PASS', false, false), exitCodeFor('REJECT', false, false), exitCodeFor('INCOMPLETE', false, false)]).toEqual([0, 1, 3]);
+    expect(exitCodeFor('INCOMPLETE', true, false)).toBe(2);
+    expect(exitCodeFor('INCOMPLETE', false, true)).toBe(2);
+    // A load stopped by its time limit could not run; one that fails is the environment's to fix.
+    const timedOut = checkIntegrity({ ok: false, stage: 'timeout', error: 'loading the environment did not finish within 60000 ms', missing_module: null, kind: null });
+    expect(timedOut).toMatchObject({ status: 'NOT_RUN', score: null });
+    expect(timedOut.justification).toMatch(/timeouts\.import_ms/);
   });
 
   it('integrity: missing answers, non-finite weights and uncallable rewards fail', () => {

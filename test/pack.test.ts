@@ -80,11 +80,34 @@ describe('gatekeep / pack', () => {
     const out = path.join(scratch, 'busy');
     await mkdir(out);
     await writeFile(path.join(out, 'keep.txt'), 'mine');
-    await expect(gatekeep({ seed: seed('facts-boolean'), outDir: out, python })).rejects.toMatchObject({ code: 'OUT_DIR_NOT_EMPTY' });
+    // The library's own option is named in the advice, not only the CLI's.
+    await expect(gatekeep({ seed: seed('facts-boolean'), outDir: out, python })).rejects.toMatchObject({ code: 'OUT_DIR_NOT_EMPTY', suggestion: expect.stringContaining('force: true (gatekeep())') });
     expect(await readFile(path.join(out, 'keep.txt'), 'utf8')).toBe('mine');
     const forced = await gatekeep({ seed: seed('facts-boolean'), outDir: out, python, force: true });
     expect(forced.emitted).toBe(true);
     expect(await readdir(out)).not.toContain('keep.txt');
+  });
+
+  it('a qa seed with numbers written as strings and no system prompt is audited, verified and prompted as numeric', async () => {
+    const file = path.join(scratch, 'numeric-qa.json');
+    const rows = [
+      { question: 'A farm sells 35 crates of 50 apples. How many apples is that?', answer: '1750' },
+      { question: 'Five friends share 25 dollars equally. How many dollars does each get?', answer: '5.0' },
+      { question: 'A train covers 120 km in 2 hours. What is its speed in km per hour?', answer: '60' },
+      { question: 'What is 2500 minus 1250?', answer: '1250' },
+    ];
+    await writeFile(file, JSON.stringify({ name: 'numeric-qa', description: 'Word problems with numeric answers', task: 'qa', dataset: { rows }, answer_format: 'hash' }));
+    const out = path.join(scratch, 'numeric-qa');
+    const result = await gatekeep({ seed: file, outDir: out, python });
+    expect(result.gate.record.target.answer_type).toBe('numeric');
+    expect(result.gate.decision).toBe('PASS');
+    // Honest numeric forms of these golds (`#### 1,750`, `#### 5.00`) are all paid.
+    expect(result.gate.record.honest.false_rejections).toBe(0);
+    expect(result.emitted).toBe(true);
+    const readme = await readFile(path.join(out, 'verifiers', 'numeric-qa', 'README.md'), 'utf8');
+    expect(readme).toContain("Answer the question. End with a final line '#### <your answer>'.");
+    // --out gets a new directory's ordinary permissions, not the staging directory's 0700.
+    expect((await stat(out)).mode & 0o777).toBe(0o777 & ~process.umask());
   });
 
   it.each(['capitals', 'science-choice', 'facts-boolean', 'arith-custom'])('the %s example passes and emits', async (name) => {

@@ -1,89 +1,77 @@
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import * as z from 'zod';
 import type { Io } from './io.js';
 import { GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { choiceLabels, integer } from './option-schemas.js';
+import { addShared, flagFor, integer, sharedSchema } from './options.js';
+import { parseDatasetFiles, parseEnvArgs } from '../env-audit/env-load.js';
 import { reportFormatFor, writeReport } from '../report/render-report.js';
 import { resolvePython } from '../runtime/resolve-python.js';
-import { openSandbox, SANDBOX_MODES } from '../runtime/sandbox.js';
-import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
+import { openSandbox } from '../runtime/sandbox.js';
 
 /** `gatekept audit --env`: options in, the environment scorecard (or its record) and an exit code out. */
 
-const auditOptionsSchema = z.object({
-  env: z.string().min(1, 'give an environment: a package directory or an installed module name'),
-  python: z.string().optional(),
-  pythonpath: z.array(z.string()).default([]),
-  rows: integer('--rows')
-    .refine((value) => value >= 1 && value <= 100_000, '--rows must be between 1 and 100000')
-    .optional(),
-  against: z.array(z.string()).default([]),
-  results: z.string().optional(),
-  answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-  choices: choiceLabels().optional(),
-  format: z.enum([...ANSWER_FORMATS, 'auto']).default('auto'),
-  policy: z.string().optional(),
-  seed: integer('--seed').optional(),
-  json: z.boolean().default(false),
-  sandbox: z.enum(SANDBOX_MODES).default('auto'),
-  report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-  workers: integer('--workers')
-    .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-    .optional(),
-});
+/**
+ * Every option `gate` takes that makes sense for an environment: all but
+ * --reward, --answer, --dataset and --completion-format, which the
+ * environment itself supplies (its rewards, its rows, its scoring path).
+ */
+export const AUDIT_SHARED = ['answerType', 'choices', 'format', 'policy', 'seed', 'strict', 'json', 'report', 'python', 'pythonpath', 'workers', 'sandbox'] as const;
 
-const FLAGS: Record<string, string> = {
-  env: '--env',
-  python: '--python',
-  rows: '--rows',
-  against: '--against',
-  results: '--results',
-  answerType: '--answer-type',
-  choices: '--choices',
-  format: '--format',
-  policy: '--policy',
-  seed: '--seed',
-  workers: '--workers',
-  report: '--report',
-};
+const auditOptionsSchema = () =>
+  z.object({
+    env: z.string().min(1, 'give an environment: a package directory or an installed module name'),
+    rows: integer('--rows')
+      .refine((value) => value >= 1 && value <= 100_000, '--rows must be between 1 and 100000')
+      .optional(),
+    against: z.array(z.string()).default([]),
+    results: z.string().optional(),
+    envArgs: z.string().optional(),
+    localDataset: z.array(z.string()).default([]),
+    // --hf-cache DIR, or false from --no-hf-cache; absent: the user's own cache.
+    hfCache: z.union([z.string().min(1), z.literal(false)]).optional(),
+    ...sharedSchema(AUDIT_SHARED),
+  });
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command {
-  return new Command('audit')
+  const command = new Command('audit')
     .description('audit an existing environment (verifiers 0.4 Taskset or classic 0.3) before pushing or training')
     .requiredOption('--env <id-or-dir>', 'the environment: a package directory, an installed module name or a hub id owner/name@version')
-    .option('--python <path>', 'Python interpreter or virtualenv directory with the environment\'s library (default: $GATEKEPT_PYTHON or python3)')
-    .option('--pythonpath <dir>', 'extra directory on the environment\'s import path (repeatable)', collect, [])
     .option('--rows <n>', 'dataset rows gated (default: the policy\'s budget.rows)')
     .option('--against <file>', 'JSONL questions to check the prompts against for contamination (repeatable)', collect, [])
     .option('--results <file>', 'a vf-eval results JSONL (0.3 results.jsonl or 0.4 traces.jsonl) for the reward distribution')
-    .addOption(new Option('--answer-type <type>', 'answer type (default: inferred from the rows)').choices([...ANSWER_TYPES, 'auto']).default('auto'))
-    .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
-    .addOption(new Option('--format <format>', 'the answer format to attack in (default: every format the reward accepts)').choices([...ANSWER_FORMATS, 'auto']).default('auto'))
-    .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
-    .option('--seed <n>', 'seed (overrides the policy)')
-    .option('--json', 'print the environment audit record as JSON')
-    .option('--report <file>', 'also write a report, on PASS and on REJECT: .html (self-contained page) or .md (Markdown)')
-    .option('--workers <n>', 'Python worker processes (default: number of cores)')
-    .addOption(new Option('--sandbox <mode>', 'isolation of the reward functions: auto (bubblewrap when available, else a warning), bwrap (required), none').choices([...SANDBOX_MODES]).default('auto'))
+    .option('--env-args <json>', 'keyword arguments for the environment, as vf-eval takes them: load_environment(**args) (0.3) or the Taskset config\'s fields (0.4)')
+    .option('--local-dataset <name=file>', 'serve datasets.load_dataset(NAME) from a local JSONL, JSON, CSV or Parquet file, every split (repeatable)', collect, [])
+    .option('--hf-cache <dir>', 'Hugging Face cache to read datasets from, offline and read-only (default: yours, $HF_HOME or ~/.cache/huggingface)')
+    .option('--no-hf-cache', 'read no Hugging Face cache');
+  return addShared(command, AUDIT_SHARED, {
+    python: 'Python interpreter or virtualenv directory with the environment\'s library (default: $GATEKEPT_PYTHON or python3)',
+    pythonpath: 'extra directory on the environment\'s import path, e.g. a `pip install --target` directory (repeatable)',
+    json: 'print the environment audit record as JSON',
+    strict: 'also reject the weighted reward when any false accept is found (overrides the policy)',
+    sandbox: 'isolation of the environment\'s code: auto (bubblewrap when available, else a warning), bwrap (required), none',
+  })
     .action(async (raw: Record<string, unknown>) => {
-      const parsed = auditOptionsSchema.safeParse(raw);
+      const parsed = auditOptionsSchema().safeParse(raw);
       if (!parsed.success) {
         throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-          details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => FLAGS[key] ?? key)),
+          details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
           suggestion: 'see `gatekept audit --help`',
         });
       }
       const options = parsed.data;
+      // Checked before any Python runs: a mistake here costs nothing to fix.
+      const envArgs = options.envArgs === undefined ? undefined : parseEnvArgs(options.envArgs);
+      const datasets = parseDatasetFiles(options.localDataset, process.cwd());
       // A report name with no known format fails now, not after the audit.
       if (options.report !== undefined) reportFormatFor(options.report);
       const policy = options.policy ? await loadPolicy(options.policy) : DEFAULT_POLICY;
       const sandbox = await openSandbox(options.sandbox);
       if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
-      const progress = options.json ? undefined : createProgress(io, 'auditing');
+      const progress = options.json ? undefined : createProgress(io, 'loading the environment');
       try {
         // Loaded on demand, like pack and smoke.
         const { auditEnv } = await import('../env-audit/env-audit.js');
@@ -98,11 +86,15 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
           ...(options.results !== undefined ? { results: options.results } : {}),
           answerType: options.answerType,
           ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format,
+          format: options.format.length > 0 ? options.format : 'auto',
           policy,
           ...(options.seed !== undefined ? { seed: options.seed } : {}),
+          ...(options.strict ? { strict: true } : {}),
           ...(options.workers !== undefined ? { workers: options.workers } : {}),
-          ...(progress ? { onProgress: progress.update } : {}),
+          ...(envArgs ? { envArgs } : {}),
+          datasets,
+          ...(options.hfCache === false ? { hfCache: null } : options.hfCache !== undefined ? { hfCache: options.hfCache } : {}),
+          ...(progress ? { onProgress: progress.update, onPhase: progress.phase } : {}),
         });
         progress?.done();
         io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatEnvScorecard(result.record)}\n`);

@@ -1,7 +1,8 @@
 import * as z from 'zod';
 import { isName, isOptionalText, isRecord, isText } from '../hand-check.js';
 import { SANDBOX_MODES } from '../runtime/sandbox.js';
-import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
+import { ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
+import { isFormat, sharedSchema } from './options.js';
 
 /**
  * Option schemas shared by the commands, and gate's options checked by hand:
@@ -10,28 +11,10 @@ import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
  * options the check refuses go through the schema, which says what is wrong.
  */
 
-export const integer = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, `${name} must be a whole number`)
-    .transform(Number);
+export { choiceLabels, integer } from './options.js';
 
-/** `--choices A,B,C,D`: the labels, at least two. */
-export const choiceLabels = () =>
-  z
-    .string()
-    .transform((text) => text.split(',').map((label) => label.trim()))
-    // A,,B is a typing slip, not two labels: refused rather than read as A,B.
-    .refine((labels) => labels.every(Boolean), 'a label is empty: give comma-separated labels with no empty one, e.g. A,B,C,D')
-    .refine((labels) => labels.length >= 2, 'give at least two comma-separated labels, e.g. A,B,C,D');
-
-/** Seeds are 32-bit, as in the policy; a longer number would silently lose digits. */
-const seedOption = () =>
-  z
-    .string()
-    .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
-    .transform(Number)
-    .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+/** What `gate` takes from the shared option table (see options.ts), in its help's order. */
+export const GATE_SHARED = ['answerType', 'choices', 'format', 'policy', 'seed', 'json', 'strict', 'report', 'python', 'pythonpath', 'workers', 'sandbox'] as const;
 
 /*
  * The option schemas are built by the command that runs, when it runs:
@@ -44,31 +27,10 @@ export const gateOptionsSchema = () =>
     .object({
       reward: z.string().min(1, 'give the verifier as module:function or path/to/file.py:function'),
       answer: z.string().optional(),
-      answerType: z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
-      choices: choiceLabels()
-        .refine((labels) => new Set(labels).size === labels.length, 'labels must be distinct')
-        .optional(),
-      format: z
-        .array(
-          z.string().refine((value) => (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}'), {
-            message: `--format takes ${ANSWER_FORMATS.join(', ')}, auto, or a template with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>'`,
-          }),
-        )
-        .default([]),
       dataset: z.string().optional(),
-      policy: z.string().optional(),
-      seed: seedOption().optional(),
-      json: z.boolean().default(false),
-      strict: z.boolean().optional(),
-      report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-      python: z.string().optional(),
-      sandbox: z.enum(SANDBOX_MODES).default('auto'),
-      pythonpath: z.array(z.string()).default([]),
       attacks: z.array(z.string().min(1, 'give an attack file, e.g. my-attacks.json')).default([]),
       completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
-      workers: integer('--workers')
-        .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-        .optional(),
+      ...sharedSchema(GATE_SHARED),
     })
     .refine((options) => (options.answer === undefined) !== (options.dataset === undefined), {
       message: 'give exactly one of --answer G or --dataset rows.jsonl',
@@ -81,11 +43,6 @@ const oneOf = <T extends string>(allowed: readonly T[], value: unknown, fallback
   value === undefined ? fallback : (allowed as readonly unknown[]).includes(value) ? (value as T) : null;
 const SEED = /^\d{1,10}$/;
 const WHOLE = /^\d+$/;
-
-/** A valid --format value: a built-in format, auto, or a template with {}. */
-function isFormat(value: string): boolean {
-  return (ANSWER_FORMATS as readonly string[]).includes(value) || value === 'auto' || value.includes('{}');
-}
 
 /**
  * What gateOptionsSchema() gives back for commander's raw options when it

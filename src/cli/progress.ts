@@ -3,38 +3,82 @@ import type { Io } from './io.js';
 /**
  * A progress line on a terminal for audits longer than a second. Nothing is
  * drawn when stderr is not a terminal, so logs and pipes stay clean.
+ *
+ * An audit can run in phases (loading an environment, then one gate per
+ * reward): each phase names itself, its bar starts from zero under that
+ * name, and the time left is estimated from the phase's own rate. A phase
+ * with no counts yet (loading) shows how long it has run, redrawn every
+ * second, so a long load never looks like a hang.
  */
 
 export interface Progress {
   update: (done: number, total: number) => void;
+  /** Start a named phase. */
+  phase: (label: string) => void;
   done: () => void;
 }
 
 const DELAY_MS = 1000;
 const WIDTH = 30;
+const TICK_MS = 1000;
+
+/** `about 1 min 5 s left`, rounded so the line does not flicker. */
+export function timeLeft(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) return '';
+  if (seconds < 60) return `about ${Math.max(1, Math.round(seconds))} s left`;
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.round((seconds - minutes * 60) / 5) * 5;
+  return `about ${minutes} min${rest > 0 && minutes < 10 ? ` ${rest} s` : ''} left`;
+}
+
+/** The line for `done` of `total` after `elapsedMs` of a phase: bar, counts, rate and time left. */
+export function progressLine(label: string, done: number, total: number, elapsedMs: number): string {
+  const fraction = total === 0 ? 1 : Math.min(1, done / total);
+  const filled = Math.round(fraction * WIDTH);
+  const seconds = Math.max(elapsedMs / 1000, 1e-3);
+  const rate = done / seconds;
+  // An estimate needs something done first; until then only the rate is honest.
+  const left = done > 0 && done < total ? `, ${timeLeft((total - done) / rate)}` : '';
+  return `${label} [${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${done}/${total} (${Math.round(rate)}/s${left})`;
+}
 
 export function createProgress(io: Io, label: string): Progress | undefined {
   if (!io.stderrIsTty) return undefined;
   const started = Date.now();
+  let phaseLabel = label;
+  let phaseStarted = started;
+  let counted = false;
   let drawn = false;
   let finished = false;
   let last = 0;
+  const draw = (line: string) => {
+    io.stderr(`\r\x1b[K${line}`);
+    drawn = true;
+  };
+  const tick = setInterval(() => {
+    if (finished || counted || Date.now() - started < DELAY_MS) return;
+    draw(`${phaseLabel}… ${Math.round((Date.now() - phaseStarted) / 1000)} s`);
+  }, TICK_MS);
+  tick.unref();
   return {
     update(done, total) {
       const now = Date.now();
+      counted = true;
       if (finished || now - started < DELAY_MS || (now - last < 100 && done < total)) return;
       last = now;
-      const fraction = total === 0 ? 1 : done / total;
-      const filled = Math.round(fraction * WIDTH);
-      const perSecond = done / Math.max((now - started) / 1000, 1e-3);
-      // Time left at the rate so far; padded, so a shorter estimate overwrites a longer one.
-      const left = perSecond > 0 && total > done ? `, ${formatSeconds((total - done) / perSecond)} left` : '';
-      io.stderr(`\r${label} [${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${done}/${total} (${Math.round(perSecond)}/s${left})   `);
-      drawn = true;
+      draw(progressLine(phaseLabel, done, total, now - phaseStarted));
+    },
+    phase(next) {
+      if (finished) return;
+      phaseLabel = next;
+      phaseStarted = Date.now();
+      counted = false;
+      if (Date.now() - started >= DELAY_MS) draw(`${phaseLabel}…`);
     },
     done() {
       if (finished) return;
       finished = true;
+      clearInterval(tick);
       if (drawn) io.stderr('\r\x1b[K');
     },
   };

@@ -7,11 +7,12 @@ import { gate } from '../audit/gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, ONE_SHOT, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
-import { openSandbox, SANDBOX_MODES, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
+import { openSandbox, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
 import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
-import { ANSWER_FORMATS, ANSWER_TYPES, COMPLETION_FORMATS } from '../types.js';
-import { checkedGateOptions, gateOptionsSchema, integer } from './option-schemas.js';
+import { COMPLETION_FORMATS } from '../types.js';
+import { checkedGateOptions, GATE_SHARED, gateOptionsSchema } from './option-schemas.js';
+import { addShared, collect, flagFor, sharedSchema } from './options.js';
 
 /**
  * The command line: parse, validate with zod, call the library, print, and
@@ -60,29 +61,12 @@ function probePythonEarly(python: string | undefined): void {
 
 const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
 
-const OPTION_FLAGS: Record<string, string> = {
-  reward: '--reward',
-  answer: '--answer',
-  answerType: '--answer-type',
-  choices: '--choices',
-  format: '--format',
-  dataset: '--dataset',
-  policy: '--policy',
-  seed: '--seed',
-  python: '--python',
-  completionFormat: '--completion-format',
-  workers: '--workers',
-  sandbox: '--sandbox',
-  report: '--report',
-  attacks: '--attacks',
-};
-
 /** Validate commander's raw options; every invalid option on its own line. */
 export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
   const parsed = schema.safeParse(raw, ONE_SHOT);
   if (!parsed.success) {
     throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => OPTION_FLAGS[key] ?? key)),
+      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
       suggestion: 'see `gatekept <command> --help`',
     });
   }
@@ -94,36 +78,18 @@ export async function resolvePolicy(file: string | undefined): Promise<GatePolic
   return file ? loadPolicy(file) : DEFAULT_POLICY;
 }
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
-
 /** Loaded when a report is asked for: the HTML and Markdown writers are most of that module. */
 const reports = () => import('../report/render-report.js');
 
 function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
-  return new Command('gate')
+  const command = new Command('gate')
     .description('audit an existing verifier against the attack corpus')
     .requiredOption('--reward <spec>', 'the verifier: pkg.module:fn or path/to/file.py:fn')
     .option('--answer <gold>', 'the ground truth to audit against')
-    .addOption(new Option('--answer-type <type>', 'answer type').choices([...ANSWER_TYPES, 'auto']).default('auto'))
-    .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
-    .option(
-      '--format <format>',
-      `attack only in this built-in format (${ANSWER_FORMATS.join(', ')}), or declare a layout with {} where the answer goes, e.g. '<SOLUTION>{}</SOLUTION>' (repeatable; default: every format the verifier accepts)`,
-      collect,
-      [],
-    )
     .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
-    .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
-    .option('--seed <n>', 'seed (overrides the policy)')
-    .option('--json', 'print the audit record as JSON')
-    .option('--strict', 'also reject when any false accept is found (overrides the policy)')
-    .option('--report <file>', 'also write a report: .html (self-contained page) or .md (Markdown)')
-    .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
-    .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
     .option('--attacks <file>', 'add an attack file in the corpus format to the built-in corpus, e.g. one scan --emit-attacks wrote (repeatable)', collect, [])
-    .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
-    .option('--workers <n>', 'Python worker processes (default: number of cores)')
-    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
+    .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'));
+  return addShared(command, GATE_SHARED, { sandbox: SANDBOX_HELP, pythonpath: 'extra directory on the verifier import path (repeatable)', report: 'also write a report: .html (self-contained page) or .md (Markdown)' })
     .action(async (raw: Record<string, unknown>) => {
       const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw);
       // A report name with no known format fails now, not after the audit.
@@ -164,21 +130,17 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     });
 }
 
+/** What `pack` takes from the shared option table; its --seed is the seed file, not a number. */
+const PACK_SHARED = ['policy', 'json', 'report', 'python', 'workers', 'sandbox'] as const;
+
 const packOptionsSchema = () =>
   z.object({
     seed: z.string().min(1, 'give a seed JSON file, e.g. examples/arith.json'),
     out: z.string().min(1, 'give the output directory'),
-    policy: z.string().optional(),
     force: z.boolean().default(false),
     archive: z.boolean().default(false),
     target: z.array(z.string()).optional(),
-    json: z.boolean().default(false),
-    report: z.string().min(1, 'give a report file ending in .html or .md').optional(),
-    python: z.string().optional(),
-    sandbox: z.enum(SANDBOX_MODES).default('auto'),
-    workers: integer('--workers')
-      .refine((value) => value >= 1 && value <= 256, '--workers must be between 1 and 256')
-      .optional(),
+    ...sharedSchema(PACK_SHARED),
   });
 
 /**
@@ -197,23 +159,22 @@ async function checkPackReport(report: string, out: string): Promise<void> {
 }
 
 function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
-  return new Command('pack')
+  const command = new Command('pack')
     .description('build an environment from a seed, gate its verifier, and emit packages only on PASS')
     .requiredOption('--seed <file>', 'seed JSON describing the task, data, format and verifier')
     .requiredOption('--out <dir>', 'output directory (must be new or empty unless --force)')
-    .option('--policy <file>', 'policy TOML (default: the shipped policy.toml)')
     .option('--force', 'replace a non-empty output directory')
     .option('--archive', 'also write a zip of the emitted tree')
     .option(
       '--target <names>',
       'packages to emit: verifiers-v1, verifiers-v0, openenv or all, comma-separated or repeated (default: verifiers-v1,openenv)',
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
-    )
-    .option('--json', 'print the audit record as JSON')
-    .option('--report <file>', 'also write a report, on PASS and on REJECT: .html or .md, outside --out')
-    .option('--python <path>', 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)')
-    .option('--workers <n>', 'Python worker processes (default: number of cores)')
-    .addOption(new Option('--sandbox <mode>', SANDBOX_HELP).choices([...SANDBOX_MODES]).default('auto'))
+    );
+  return addShared(command, PACK_SHARED, {
+    report: 'also write a report, on PASS and on REJECT: .html or .md, outside --out',
+    python: 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)',
+    sandbox: SANDBOX_HELP,
+  })
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(packOptionsSchema(), raw);
       if (options.report !== undefined) await checkPackReport(options.report, options.out);

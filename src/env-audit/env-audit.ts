@@ -9,18 +9,23 @@ import type { AnswerFormat, AnswerType } from '../types.js';
 import { checkContamination } from './checks/contamination.js';
 import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
-import { checkRewardDesign, promptedFormat } from './checks/reward-design.js';
+import { checkRewardDesign, promptedFormat, promptedTags } from './checks/reward-design.js';
 import { checkRewardDistribution, type ExploitScan } from './checks/reward-distribution.js';
+import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
 import { gateThroughEnv, type EnvGateRow } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
-import { inspectEnv, type LoadedEnv } from './inspect-env.js';
+import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
 import {
+  decisionFor,
   ENV_AUDIT_SCHEMA,
-  ENV_PASS_STATEMENT,
-  ENV_REJECT_STATEMENT,
+  LOAD_TIMEOUT_STAGE,
   notApplicable,
+  notRun,
+  statementFor,
   type CheckResult,
   type EnvAuditRecord,
+  type EnvDecision,
+  type EnvRewardEntry,
 } from './record.js';
 
 /**
@@ -49,19 +54,41 @@ export interface EnvAuditOptions {
   results?: string;
   answerType?: AnswerType | 'auto';
   choices?: readonly string[];
-  format?: AnswerFormat | 'auto';
+  /** Built-in format names and layouts with `{}` where the answer goes, as for gate(); default 'auto'. */
+  format?: AnswerFormat | 'auto' | string | readonly string[];
   policy?: GatePolicy;
   seed?: number;
+  /** Also reject the weighted total on any false accept (overrides the policy). */
+  strict?: boolean;
   workers?: number;
+  /** Keyword arguments for the environment's loader, as `vf-eval --env-args` takes them (see EnvLoadOptions). */
+  envArgs?: Readonly<Record<string, unknown>>;
+  /** Datasets the environment loads by name, served from local files instead (name -> file; --local-dataset). */
+  datasets?: Readonly<Record<string, string>>;
+  /** A Hugging Face cache directory read offline and read-only (default: the user's, when there is one; null: none). */
+  hfCache?: string | null;
   onProgress?: (done: number, total: number) => void;
+  /** Called as each phase starts (loading, gating the total, gating each reward), for a progress display. */
+  onPhase?: (phase: string) => void;
 }
 
 export interface EnvAuditResult {
-  decision: 'PASS' | 'REJECT';
+  decision: EnvDecision;
   passed: boolean;
-  /** 0 PASS, 1 REJECT, 2 when the environment does not load. */
+  /** 0 PASS, 1 REJECT, 2 when the environment does not load or a chosen option does not fit, 3 INCOMPLETE. */
   exitCode: ExitCode;
   record: EnvAuditRecord;
+}
+
+/**
+ * The exit code CI reads. Bad input first (the user must fix it before
+ * anything else means much), then the verdict; INCOMPLETE is 3, the code for
+ * "gatekept could not finish", so that a check that could not run never
+ * reads as 1, "gameable".
+ */
+export function exitCodeFor(decision: EnvDecision, doesNotLoad: boolean, refusedOption: boolean): ExitCode {
+  if (doesNotLoad || refusedOption) return EXIT.badInput;
+  return decision === 'PASS' ? EXIT.pass : decision === 'REJECT' ? EXIT.reject : EXIT.internal;
 }
 
 /** Time to load the environment outside the gate: the import budget plus building the dataset. */
@@ -108,55 +135,119 @@ function scoringOptions(options: EnvAuditOptions, policy: GatePolicy, pythonpath
   };
 }
 
+/** Why the weighted total was not gated: nothing to gate, the user's option refused, or the gate could not run. */
+export interface NotGated {
+  reason: string;
+  /** true when an option the user chose (--answer-type, --choices, --format) does not fit the golds: exit 2. */
+  refusedOption: boolean;
+}
+
+interface GatedRewards {
+  total: AuditRecord | null;
+  rewards: EnvRewardEntry[];
+  notGated: NotGated | null;
+}
+
+/** Why a reward cannot be gated offline at all, or null when it can. */
+function offlineObstacle(reward: EnvReward): string | null {
+  if (!reward.finite_weight) return 'its weight is not a finite number';
+  if (reward.judge) return 'it is a judge (a model call), which cannot be scored offline';
+  if (reward.needs_runtime) return 'it needs a sandbox runtime, which offline scoring does not have';
+  if (reward.group) return 'it is group-level: it scores a group of rollouts, not one completion';
+  return null;
+}
+
+function formatChosen(format: EnvAuditOptions['format']): boolean {
+  if (format === undefined) return false;
+  return typeof format === 'string' ? format !== 'auto' : format.some((entry) => entry !== 'auto');
+}
+
+/** The error in one line, with the last of its details (the verifier's own error, for a failed import). */
+function errorText(error: unknown): string {
+  if (isGatekeptError(error)) {
+    const detail = error.details.filter((line) => line.trim() !== '').slice(-1)[0];
+    return `${error.message}${detail && !error.message.includes(detail.trim()) ? `: ${detail.trim()}` : ''}${error.suggestion ? ` (${error.suggestion})` : ''}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
 async function auditRewards(
   options: EnvAuditOptions,
   loaded: LoadedEnv,
   spec: string,
   policy: GatePolicy,
   pythonpath: readonly string[],
-): Promise<{ total: AuditRecord | null; rewards: EnvAuditRecord['rewards']; skipped: string | null; refusedOption: boolean }> {
+  load: EnvLoad,
+): Promise<GatedRewards> {
+  // Every reward the environment declares gets an entry, in its own order; none may drop out of the report.
+  const entries: EnvRewardEntry[] = loaded.rewards.map((reward) => {
+    const weight = reward.finite_weight ? Number(reward.weight) : null;
+    if (weight === 0) return { name: reward.name, weight, status: 'METRIC', reason: 'weight 0: a metric, not part of the training signal', audit: null };
+    const obstacle = offlineObstacle(reward);
+    return { name: reward.name, weight, status: 'NOT_AUDITED', reason: obstacle, audit: null };
+  });
+  const scorable = entries.filter((entry) => entry.status === 'NOT_AUDITED' && entry.reason === null);
+  const leaveAll = (reason: string) => {
+    for (const entry of scorable) entry.reason = reason;
+  };
   const rows: EnvGateRow[] = loaded.rows
     .map((row, index) => ({ row: index, answer: row.answer ?? '', prompt: row.prompt }))
     .filter((row) => row.answer.trim() !== '');
-  if (rows.length === 0) return { total: null, rewards: [], skipped: 'no row has an answer to gate against', refusedOption: false };
-  const scorable = loaded.rewards.filter((reward) => !reward.needs_runtime && !reward.judge && !reward.group && reward.finite_weight);
-  if (scorable.length === 0) return { total: null, rewards: [], skipped: 'no reward can be scored offline', refusedOption: false };
+  if (rows.length === 0) {
+    leaveAll('no row has an answer to gate against');
+    return { total: null, rewards: entries, notGated: { reason: 'no row has an answer to gate against', refusedOption: false } };
+  }
+  if (scorable.length === 0) {
+    const reason = entries.length === 0 ? 'the environment declares no reward' : 'no reward can be scored offline (each needs a runtime or a judge, or is group-level or a metric)';
+    return { total: null, rewards: entries, notGated: { reason, refusedOption: false } };
+  }
   const common = {
     spec,
     rows,
-    ...scoringOptions(options, policy, pythonpath),
-    format: options.format ?? 'auto',
+    python: options.python ?? 'python3',
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    pythonpath,
+    policy,
+    answerType: options.answerType ?? 'auto',
+    ...(options.choices ? { choices: options.choices } : {}),
+    // No format named is every format, as for gate().
+    format: options.format === undefined || (Array.isArray(options.format) && options.format.length === 0) ? 'auto' : options.format,
+    ...(options.strict ? { strict: true } : {}),
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    load,
   };
   let total: AuditRecord;
   try {
+    options.onPhase?.('gating the weighted total');
     total = (await gateThroughEnv({ ...common, reward: null })).record;
   } catch (error) {
-    // Bad input about the golds fails the check; machinery failures propagate.
-    // It is the user's mistake (exit 2) when the user chose how the golds are
-    // read (an --answer-type that does not fit them, say), the environment's
-    // otherwise.
-    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) {
-      const chosen = (options.answerType !== undefined && options.answerType !== 'auto') || options.choices !== undefined || (options.format !== undefined && options.format !== 'auto');
-      return { total: null, rewards: [], skipped: error.message, refusedOption: chosen };
-    }
-    throw error;
+    // Could not audit is not gameable: whatever stopped the gate (a gold the
+    // chosen --answer-type does not fit, an import past its time limit, a
+    // worker that died) leaves the check NOT_RUN with the reason, never
+    // FAIL. Only an option the user chose makes it the user's mistake (exit 2).
+    if (!isGatekeptError(error)) throw error;
+    const chosen = (options.answerType !== undefined && options.answerType !== 'auto') || options.choices !== undefined || formatChosen(options.format);
+    const reason = errorText(error);
+    leaveAll(`the weighted total could not be gated: ${reason}`);
+    return { total: null, rewards: entries, notGated: { reason, refusedOption: chosen && error.exitCode === EXIT.badInput } };
   }
-  const rewards: EnvAuditRecord['rewards'] = [];
   // With a single reward the total is that reward, weighted: auditing it again would repeat the same calls.
-  if (scorable.length > 1) {
-    for (const reward of scorable) {
-      try {
-        const audit = (await gateThroughEnv({ ...common, reward: reward.name })).record;
-        rewards.push({ name: reward.name, weight: Number(reward.weight), audit });
-      } catch (error) {
-        if (!(isGatekeptError(error) && error.exitCode === EXIT.badInput)) throw error;
-      }
-    }
-  } else {
-    rewards.push({ name: scorable[0]!.name, weight: Number(scorable[0]!.weight), audit: total });
+  if (scorable.length === 1) {
+    Object.assign(scorable[0]!, { status: 'AUDITED', reason: null, audit: total });
+    return { total, rewards: entries, notGated: null };
   }
-  return { total, rewards, skipped: null, refusedOption: false };
+  for (const entry of scorable) {
+    try {
+      options.onPhase?.(`gating reward ${entry.name}`);
+      const audit = (await gateThroughEnv({ ...common, reward: entry.name })).record;
+      Object.assign(entry, { status: 'AUDITED', reason: null, audit });
+    } catch (error) {
+      if (!isGatekeptError(error)) throw error;
+      entry.reason = `its own gate could not run: ${errorText(error)}`;
+    }
+  }
+  return { total, rewards: entries, notGated: null };
 }
 
 /**
@@ -201,8 +292,17 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   const resultsFile = options.results === undefined ? null : path.resolve(cwd, options.results);
   const results = resultsFile === null ? null : { file: resultsFile, ...(await loadResultsFile(resultsFile)) };
 
+  const load: EnvLoad = {
+    envArgs: { ...(options.envArgs ?? {}) },
+    datasets: { ...(options.datasets ?? {}) },
+    hf: options.hfCache === null ? { datasets: null, hub: null } : options.hfCache === undefined ? userHfCache() : hfCacheAt(path.resolve(cwd, options.hfCache)),
+  };
+  for (const [name, file] of Object.entries(load.datasets)) load.datasets[name] = path.resolve(cwd, file);
+
   // 2. Integrity: load it once, offline.
+  options.onPhase?.('loading the environment');
   const inspected = await inspectEnv({
+    load,
     spec,
     python: options.python ?? 'python3',
     pythonpath,
@@ -214,15 +314,15 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
 
   let checks: CheckResult[];
   let total: AuditRecord | null = null;
-  let rewards: EnvAuditRecord['rewards'] = [];
+  let rewards: EnvRewardEntry[] = [];
   let refusedOption = false;
   if (!inspected.ok) {
     const why = 'not checked: the environment does not load';
     checks = [
       integrity,
-      notApplicable('reward_design', why),
-      notApplicable('dataset_health', why),
-      notApplicable('contamination', against === null ? 'not checked: no --against file given' : why),
+      notRun('reward_design', why),
+      notRun('dataset_health', why),
+      against === null ? notApplicable('contamination', 'not checked: no --against file given') : notRun('contamination', why),
       checkRewardDistribution(results),
     ];
   } else {
@@ -230,19 +330,19 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     const datasetHealth = checkDatasetHealth(inspected.rows, options.answerType ?? 'auto');
     const contamination = checkContamination(inspected.rows.map((row) => row.prompt), against, againstFiles);
     // 4. The gate, through the environment's own scoring path.
-    const gated = await auditRewards(options, inspected, spec, policy, pythonpath);
+    const gated = await auditRewards(options, inspected, spec, policy, pythonpath, load);
     total = gated.total;
     rewards = gated.rewards;
-    refusedOption = gated.refusedOption;
+    refusedOption = gated.notGated?.refusedOption ?? false;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
-    const rewardDesign = checkRewardDesign(total, rewards, gated.skipped, promptedFormat(instructions));
+    const rewardDesign = checkRewardDesign(total, rewards, gated.notGated?.reason ?? null, promptedFormat(instructions), promptedTags(instructions));
     const scanned = resultsFile === null ? null : await scanResults(resultsFile, options, inspected, spec, policy, pythonpath);
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind, scanned)];
   }
 
-  // 5. Score and decide: any FAIL rejects.
+  // 5. Score and decide: any FAIL rejects; a check that could not run leaves the audit INCOMPLETE.
   const score = weightedScore(checks, policy.envAudit.weights);
-  const decision = checks.some((check) => check.status === 'FAIL') ? 'REJECT' : 'PASS';
+  const decision = decisionFor(checks);
   const record: EnvAuditRecord = {
     schema: ENV_AUDIT_SCHEMA,
     decision,
@@ -260,8 +360,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     policy: { ...policyRecord(policy), env_audit: { weights: { ...policy.envAudit.weights } } },
     seed: policy.seed,
     tool: { name: TOOL.name, version: TOOL.version },
-    statement: decision === 'PASS' ? ENV_PASS_STATEMENT : ENV_REJECT_STATEMENT,
+    statement: statementFor(decision),
   };
-  const exitCode: ExitCode = !inspected.ok || refusedOption ? EXIT.badInput : decision === 'PASS' ? EXIT.pass : EXIT.reject;
-  return { decision, passed: decision === 'PASS', exitCode, record };
+  return { decision, passed: decision === 'PASS', exitCode: exitCodeFor(decision, !inspected.ok && inspected.stage !== LOAD_TIMEOUT_STAGE, refusedOption), record };
 }

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gate, type GateResult } from '../audit/gate.js';
 import type { GatePolicy } from '../audit/policy.js';
+import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
+import { loaderConfig, type EnvLoad } from './env-load.js';
 import { ENV_LOADER_PATH, ENV_SHIM_PATH } from './inspect-env.js';
 
 /**
@@ -35,17 +37,41 @@ export interface EnvGateOptions {
   policy: GatePolicy;
   answerType: AnswerType | 'auto';
   choices?: readonly string[];
-  format: AnswerFormat | 'auto';
+  format: AnswerFormat | 'auto' | string | readonly string[];
+  strict?: boolean;
   workers?: number;
+  /** Arguments, local datasets and the Hugging Face cache, as for inspecting it. */
+  load?: EnvLoad;
   onProgress?: (done: number, total: number) => void;
+}
+
+async function shimLoad(load: EnvLoad, dir: string): Promise<EnvLoad> {
+  const datasets: Record<string, string> = {};
+  let index = 0;
+  for (const [name, file] of Object.entries(load.datasets)) {
+    const copy = path.join(dir, `dataset-${index++}${path.extname(file)}`);
+    await copyFile(file, copy);
+    datasets[name] = copy;
+  }
+  return { ...load, datasets };
+}
+
+function cacheDirs(load: EnvLoad): string[] {
+  return [load.hf.datasets, load.hf.hub].filter((entry): entry is string => entry !== null);
 }
 
 export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResult> {
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-shim-${process.pid}-`));
+  const label = `${options.spec} (${options.reward === null ? 'weighted total' : `reward ${options.reward}`})`;
   try {
     await copyFile(ENV_SHIM_PATH, path.join(dir, 'env_shim.py'));
     await copyFile(ENV_LOADER_PATH, path.join(dir, 'env_loader.py'));
-    await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: options.reward }));
+    // The gate makes only the verifier's directory and --pythonpath readable
+    // in its workers: local dataset files are copied beside the shim, and the
+    // cache directories ride on the import path, which the shim takes them
+    // off again before anything imports.
+    const load = options.load ? await shimLoad(options.load, dir) : null;
+    await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: options.reward, load: load && loaderConfig(load) }));
     const result = await gate({
       reward: `${path.join(dir, 'env_shim.py')}:reward`,
       dataset: options.rows.map((row) => ({ answer: row.answer, prompt: row.prompt, info: { gatekept_row: row.row } })),
@@ -55,16 +81,27 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
       policy: options.policy,
       python: options.python,
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-      // The environment's own directory is bound into the sandbox, which
-      // sees nothing of the host it is not given.
-      pythonpath: [...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
+      // The environment's own directory (and the Hugging Face cache it reads)
+      // are bound into the sandbox, which sees nothing of the host it is not given.
+      pythonpath: [...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : []), ...(load ? cacheDirs(load) : [])],
       completionFormat: 'string',
+      ...(options.strict ? { strict: true } : {}),
       ...(options.workers !== undefined ? { workers: options.workers } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     // The shim's temporary path would make the record differ from run to run; name what was gated instead.
-    result.record.verifier.spec = `${options.spec} (${options.reward === null ? 'weighted total' : `reward ${options.reward}`})`;
+    result.record.verifier.spec = label;
     return result;
+  } catch (error) {
+    // Likewise in what went wrong: the user knows the environment, not the shim.
+    if (!isGatekeptError(error)) throw error;
+    const shim = `${path.join(dir, 'env_shim.py')}:reward`;
+    const named = (text: string) => text.split(shim).join(label).split(dir).join('<shim>');
+    throw new GatekeptError(error.code, named(error.message), {
+      details: error.details.map(named),
+      ...(error.suggestion ? { suggestion: named(error.suggestion) } : {}),
+      cause: error,
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -9,6 +9,8 @@ import { PythonProcess } from '../runtime/python-process.js';
 import { probePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
 import { makeWorkDir } from '../runtime/stale-dirs.js';
+import { loaderConfig, readablePaths, type EnvLoad } from './env-load.js';
+import { LOAD_TIMEOUT_STAGE } from './record.js';
 
 /**
  * Load an environment once, outside the gate, and read what the offline
@@ -19,6 +21,8 @@ import { makeWorkDir } from '../runtime/stale-dirs.js';
 
 export const ENV_LOADER_PATH = path.join(PACKAGE_ROOT, 'python', 'env_loader.py');
 export const ENV_SHIM_PATH = path.join(PACKAGE_ROOT, 'python', 'env_shim.py');
+/** The variable the loader reads its load settings from (JSON, see loaderConfig). */
+export const ENV_LOAD_VARIABLE = 'GATEKEPT_ENV_LOAD';
 
 const rewardSchema = z
   .object({
@@ -68,6 +72,8 @@ export interface InspectOptions {
   memoryMb: number;
   /** Isolation of the loading process, as for the gate's workers (default 'auto'). */
   sandbox?: SandboxMode;
+  /** Arguments, local datasets and the Hugging Face cache (default: none of them). */
+  load?: EnvLoad;
 }
 
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
@@ -92,6 +98,8 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       HF_DATASETS_DISABLE_PROGRESS_BARS: '1',
       TRANSFORMERS_OFFLINE: '1',
       OMP_NUM_THREADS: '1',
+      // How to load it: arguments, local datasets, the read-only cache (see env-load.ts).
+      ...(options.load ? { [ENV_LOAD_VARIABLE]: JSON.stringify(loaderConfig(options.load)) } : {}),
     };
     const child = await PythonProcess.start({
       python: isolated ? runtime.executable : options.python,
@@ -106,7 +114,12 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
               sandbox,
               layout: {
                 scratch: home,
-                readable: [...runtime.paths, ...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
+                readable: [
+                  ...runtime.paths,
+                  ...options.pythonpath,
+                  ...(path.isAbsolute(options.spec) ? [options.spec] : []),
+                  ...(options.load ? readablePaths(options.load) : []),
+                ],
               },
             },
           }
@@ -124,7 +137,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     const { code } = await child.exited;
     clearTimeout(timer);
     if (timedOut) {
-      return { ok: false, stage: 'load', error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
+      return { ok: false, stage: LOAD_TIMEOUT_STAGE, error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
     }
     // A process the environment left holding the pipe must not keep us
     // waiting: what the loader wrote before it exited is in the pipe already.

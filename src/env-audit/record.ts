@@ -14,8 +14,17 @@ export const ENV_AUDIT_SCHEMA = 'gatekept.env-audit/v1';
 export const CHECK_NAMES = ['integrity', 'reward_design', 'dataset_health', 'contamination', 'reward_distribution'] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
-export const CHECK_STATUSES = ['PASS', 'WARN', 'FAIL', 'N/A'] as const;
+/**
+ * N/A: there was nothing to check (no --against file). NOT_RUN: there was
+ * something to check and it could not be checked (no reward scorable
+ * offline, the gate's workers failed, loading ran out of time): never a
+ * verdict on the environment, and never read as one (see decisionFor).
+ */
+export const CHECK_STATUSES = ['PASS', 'WARN', 'FAIL', 'N/A', 'NOT_RUN'] as const;
 export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+/** The stage of a load stopped by its time limit: the audit could not run, which says nothing about the environment. */
+export const LOAD_TIMEOUT_STAGE = 'timeout';
 
 export const ENV_KINDS = ['verifiers-v1', 'verifiers-v0', 'openenv'] as const;
 export type EnvKind = (typeof ENV_KINDS)[number];
@@ -31,15 +40,38 @@ export const checkResultSchema = z.object({
 });
 export type CheckResult = z.infer<typeof checkResultSchema>;
 
+/** PASS and REJECT are verdicts; INCOMPLETE says a check could not run and nothing failed. */
+export const ENV_DECISIONS = ['PASS', 'REJECT', 'INCOMPLETE'] as const;
+export type EnvDecision = (typeof ENV_DECISIONS)[number];
+
+/**
+ * Each reward the environment declares, whether or not it could be gated:
+ * AUDITED (its own gate record), NOT_AUDITED (why: it needs a runtime or a
+ * judge, is group-level, has a non-finite weight, or its gate could not
+ * run), METRIC (weight 0: never part of the training signal).
+ */
+export const REWARD_STATUSES = ['AUDITED', 'NOT_AUDITED', 'METRIC'] as const;
+export type RewardStatus = (typeof REWARD_STATUSES)[number];
+
+export interface EnvRewardEntry {
+  name: string;
+  /** null for a weight that is not a finite number. */
+  weight: number | null;
+  status: RewardStatus;
+  /** Why it was not audited; null when it was. */
+  reason: string | null;
+  audit: AuditRecord | null;
+}
+
 export interface EnvAuditRecord {
   schema: typeof ENV_AUDIT_SCHEMA;
-  decision: 'PASS' | 'REJECT';
+  decision: EnvDecision;
   /** 0-10, weighted over the checks that ran. */
   score: number;
   env: { id: string; kind: EnvKind | null; path: string | null; rows_total: number; rows_audited: number };
   checks: CheckResult[];
-  /** Each reward function gated on its own (reported, not gated on). */
-  rewards: { name: string; weight: number; audit: AuditRecord }[];
+  /** Every reward function, each gated on its own where it can be (reported, not gated on). */
+  rewards: EnvRewardEntry[];
   /** The weighted total, the training signal: what reward_design gates on. */
   total: AuditRecord | null;
   policy: Record<string, unknown>;
@@ -54,9 +86,28 @@ export const ENV_PASS_STATEMENT =
 export const ENV_REJECT_STATEMENT =
   'REJECT means at least one check failed; fix what the failing checks name and audit again before pushing or training.';
 
-/** A check that did not run: no weight in the final score. */
+export const ENV_INCOMPLETE_STATEMENT =
+  'INCOMPLETE means no check failed but at least one could not run: this is not a verdict on the environment. Fix what the NOT_RUN checks name (or audit where they can run) before relying on the audit.';
+
+/** Any FAIL rejects; otherwise a check that could not run leaves the audit incomplete. */
+export function decisionFor(checks: readonly CheckResult[]): EnvDecision {
+  if (checks.some((check) => check.status === 'FAIL')) return 'REJECT';
+  if (checks.some((check) => check.status === 'NOT_RUN')) return 'INCOMPLETE';
+  return 'PASS';
+}
+
+export function statementFor(decision: EnvDecision): string {
+  return decision === 'PASS' ? ENV_PASS_STATEMENT : decision === 'REJECT' ? ENV_REJECT_STATEMENT : ENV_INCOMPLETE_STATEMENT;
+}
+
+/** A check with nothing to check: no weight in the final score. */
 export function notApplicable(name: CheckName, justification: string, evidence: Record<string, unknown> = {}): CheckResult {
   return { name, status: 'N/A', score: null, justification, evidence };
+}
+
+/** A check that had something to check and could not: no weight in the score, and the audit is INCOMPLETE. */
+export function notRun(name: CheckName, justification: string, evidence: Record<string, unknown> = {}): CheckResult {
+  return { name, status: 'NOT_RUN', score: null, justification, evidence };
 }
 
 /** Status from a score out of 10: the thresholds every check shares. */

@@ -37,21 +37,26 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
   lines.push(`${record.env.rows_total} rows, ${record.env.rows_audited} gated; seed ${record.seed}`);
   lines.push('');
   const width = Math.max(...record.checks.map((check) => LABELS[check.name]!.length), 5);
-  lines.push(`${pad('check', width)}  status  score  justification`);
+  lines.push(`${pad('check', width)}  status   score  justification`);
   for (const check of record.checks) {
     const score = check.score === null ? '  -  ' : `${check.score.toFixed(1).padStart(4)} `;
-    lines.push(`${pad(LABELS[check.name]!, width)}  ${pad(check.status, 6)}  ${score}  ${check.justification}`);
+    lines.push(`${pad(LABELS[check.name]!, width)}  ${pad(check.status, 7)}  ${score}  ${check.justification}`);
   }
   if (record.rewards.length > 0) {
     lines.push('');
     lines.push('rewards (each gated on its own; the decision rests on the weighted total):');
+    // Every reward the environment declares, audited or not, with the reason when not.
     for (const reward of record.rewards) {
-      lines.push(`  ${pad(reward.name, 20)} weight ${String(reward.weight).padEnd(5)} ${pad(reward.audit.decision, 6)} ${gateSummary(reward.audit)}`);
+      const head = `  ${pad(reward.name, 20)} weight ${String(reward.weight ?? 'n/a').padEnd(5)}`;
+      if (reward.audit !== null) lines.push(`${head} ${pad(reward.audit.decision, 6)} ${gateSummary(reward.audit)}`);
+      else lines.push(`${head} ${reward.status === 'METRIC' ? 'metric' : 'not audited'}: ${reward.reason ?? ''}`);
     }
     if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} ${gateSummary(record.total)}`);
   }
   lines.push('');
-  lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${record.decision === 'REJECT' ? `; failed: ${record.checks.filter((check) => check.status === 'FAIL').map((check) => LABELS[check.name]).join(', ')}` : ''}`);
+  const named = (status: string) => record.checks.filter((check) => check.status === status).map((check) => LABELS[check.name]).join(', ');
+  const tail = record.decision === 'REJECT' ? `; failed: ${named('FAIL')}` : record.decision === 'INCOMPLETE' ? `; could not run: ${named('NOT_RUN')}` : '';
+  lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${tail}`);
   lines.push(record.statement);
   // Reward names, paths and messages come from the environment's code: its
   // escape sequences are shown, never sent to the terminal.

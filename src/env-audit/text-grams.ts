@@ -23,15 +23,23 @@ export function charGrams(normalized: string, n = 8): Set<string> {
   return grams;
 }
 
-/** A gram is boilerplate when at least this share of the prompts has it... */
-const BOILERPLATE_SHARE = 0.5;
+/**
+ * A gram is boilerplate when at least this share of the prompts has it...
+ * A template's wording recurs in every prompt of the template, whatever the
+ * template's share of the dataset: four templates of a quarter of the rows
+ * each are four templates, not no template. What a question is about (its
+ * numbers, names, quantities) recurs in a few prompts at most. So the bar is
+ * low: a template of one prompt in fifty is still left out.
+ */
+const BOILERPLATE_SHARE = 0.02;
 /** ...and at least this many: in a handful of rows, two alike are no template. */
 const BOILERPLATE_MIN_ROWS = 3;
 
 /**
- * The grams most of a dataset's prompts share: their template ("what is the
- * capital of", an instruction every row repeats). Two texts that match only
- * on these are two rows of one template, not one question twice.
+ * The grams a dataset's prompts share: the wording of each of its templates
+ * ("what is the capital of", "which river flows through", an instruction
+ * every row repeats). Two texts that match only on these are two rows of one
+ * template, not one question twice.
  */
 export function boilerplateGrams(gramSets: readonly ReadonlySet<string>[]): Set<string> {
   const rows = new Map<string, number>();

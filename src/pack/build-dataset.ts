@@ -10,6 +10,19 @@ import type { AnswerType } from '../types.js';
 /** A row of the task's dataset, as every stage after the seed sees it. */
 export type TaskRow = Row;
 
+/**
+ * The answer type a seed's golds are audited and verified as. A `qa` seed
+ * says so with `answer_type`, or it is read from the golds: numbers written
+ * as strings ("1750", "5.0") are numeric answers, which an honest model may
+ * write as `1,750` or `5.00`, so they get the numeric verifier and the
+ * gate tries every honest numeric form.
+ */
+export function answerTypeOf(seed: Seed, rows: readonly { answer: string }[]): AnswerType {
+  if (seed.task !== 'qa') return ANSWER_TYPE_OF_TASK[seed.task];
+  if (seed.answer_type !== undefined && seed.answer_type !== 'auto') return seed.answer_type;
+  return rows.length > 0 && rows.every((row) => isNumeric(row.answer)) ? 'numeric' : 'string';
+}
+
 export const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
   arith: 'numeric',
   qa: 'string',

@@ -257,3 +257,18 @@ export function renderAuditSection(spec: EnvironmentSpec, verifierPath: string):
 export function rewardCallSource(): string {
   return readShippedFile(`python/${REWARD_CALL_FILE_NAME}`);
 }
+
+/** Scored samples `audit --env --results` needs to judge a reward's distribution. */
+export const MIN_EVAL_SAMPLES = 20;
+const EVAL_EXAMPLES = 5;
+const EVAL_ROLLOUTS = 3;
+
+/**
+ * The `vf-eval -n EXAMPLES -r ROLLOUTS` an emitted README suggests: a few
+ * examples, with enough rollouts each that the run gives at least
+ * MIN_EVAL_SAMPLES samples, so its results can be checked by `audit --env`.
+ */
+export function evalPlan(rows: number): { examples: number; rollouts: number } {
+  const examples = Math.max(1, Math.min(EVAL_EXAMPLES, rows));
+  return { examples, rollouts: Math.max(EVAL_ROLLOUTS, Math.ceil(MIN_EVAL_SAMPLES / examples)) };
+}

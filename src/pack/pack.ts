@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withoutTiming, type AuditRecord } from '../audit/record.js';
-import { ANSWER_TYPE_OF_TASK, buildDataset, choicesOf } from './build-dataset.js';
+import { answerTypeOf, buildDataset, choicesOf } from './build-dataset.js';
 import { checkDatasetHealth } from './check-dataset.js';
 import type { PackAuditRecord, SmokeProbeRecord } from './pack-record.js';
 import { TARGET_DIRS, TARGET_RENDERERS, parseTargets, type EmitTarget } from './emit/targets.js';
@@ -11,7 +11,7 @@ import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.j
 import { formatSummary } from '../report/scorecard.js';
 import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
 import { gate, type GateProbe } from '../audit/gate.js';
-import { loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
+import { defaultSystemPrompt, loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';
 import { adoptStagedFile, checkDestination, commitStaging, createStaging, discardStaging, verifyStaged, writeStagedFile } from './stage-output.js';
@@ -154,7 +154,8 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   await checkDestination(outDir, force);
   const rows = await buildDataset(loaded);
   const { seed } = loaded;
-  const verifier = await scaffoldVerifier(loaded);
+  const answerType = answerTypeOf(seed, rows);
+  const verifier = await scaffoldVerifier(loaded, answerType);
   const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
   // The layout the verifier reads: a declared template replaces the built-in
   // format for the golds checked, the smoke probes and the packages' gold replies.
@@ -176,7 +177,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       gate({
         reward: `${verifierFile}:${verifier.functionName}`,
         dataset: rows.map((row) => ({ answer: row.answer, prompt: row.question, info: row.info ?? {} })),
-        answerType: ANSWER_TYPE_OF_TASK[seed.task],
+        answerType,
         ...(seed.task === 'choice' ? { choices: choicesOf(seed) } : {}),
         format: seed.answer_template ? [seed.answer_template] : 'auto',
         policy,
@@ -224,7 +225,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     const spec: EnvironmentSpec = {
       envId: seed.name,
       description: seed.description,
-      systemPrompt: seed.system_prompt,
+      systemPrompt: seed.system_prompt ?? defaultSystemPrompt(seed),
       answerFormat: seed.answer_format,
       // Each row carries its gold as the gate scored it, so a package can check its ground truth.
       rows: rows.map((row, index) => {

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ANSWER_TYPE_OF_TASK, choicesOf } from './build-dataset.js';
+import { choicesOf } from './build-dataset.js';
 import { GatekeptError } from '../errors.js';
 import type { LoadedSeed } from './seed.js';
 import { TEMPLATES_DIR } from '../paths.js';
-import type { CompletionFormat } from '../types.js';
+import type { AnswerType, CompletionFormat } from '../types.js';
 
 /**
  * The verifier an environment ships: a built-in hardened template configured
@@ -25,10 +25,11 @@ function setConstant(source: string, name: string, value: string, template: stri
   return source.replace(line, () => `${name} = ${value}`);
 }
 
-export async function scaffoldVerifier(loaded: LoadedSeed): Promise<ScaffoldedVerifier> {
+/** `answerType`: what the golds are (see answerTypeOf); the built-in verifier is the one for that type. */
+export async function scaffoldVerifier(loaded: LoadedSeed, answerType: AnswerType): Promise<ScaffoldedVerifier> {
   const { seed } = loaded;
   if (seed.verifier === 'builtin') {
-    const template = `${ANSWER_TYPE_OF_TASK[seed.task]}.py`;
+    const template = `${answerType}.py`;
     let source = await readFile(path.join(TEMPLATES_DIR, 'verifiers', template), 'utf8');
     source = setConstant(source, 'ANSWER_FORMAT', JSON.stringify(seed.answer_format), template);
     if (seed.task === 'choice') source = setConstant(source, 'CHOICES', JSON.stringify(choicesOf(seed)), template);

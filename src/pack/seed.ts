@@ -85,7 +85,10 @@ export const seedSchema = z
         message: "give a template with exactly one {} where the answer goes, such as '<SOLUTION>{}</SOLUTION>'",
       })
       .optional(),
-    system_prompt: z.string().min(1),
+    /** Optional: without it the prompt is written from the task and the answer layout (see defaultSystemPrompt). */
+    system_prompt: z.string().min(1).optional(),
+    /** For `qa`: numeric or string answers; auto (the default) reads it from the golds. */
+    answer_type: z.enum(['auto', 'numeric', 'string']).optional(),
     choices: z
       .array(z.string().min(1))
       .min(2)
@@ -101,10 +104,37 @@ export const seedSchema = z
     if (seed.task !== 'arith' && 'generator' in seed.dataset) {
       context.addIssue({ code: 'custom', path: ['dataset', 'generator'], message: `a generator is only available for task "arith", not "${seed.task}"` });
     }
+    if (seed.answer_type !== undefined && seed.task !== 'qa') {
+      context.addIssue({ code: 'custom', path: ['answer_type'], message: `answer_type only applies to task "qa"; "${seed.task}" answers are ${seed.task === 'arith' ? 'numeric' : seed.task}` });
+    }
     if (seed.choices && seed.task !== 'choice') {
       context.addIssue({ code: 'custom', path: ['choices'], message: 'choices only apply to task "choice"' });
     }
   });
+
+const TASK_INSTRUCTION: Readonly<Record<TaskKind, string>> = {
+  arith: 'Solve the arithmetic problem.',
+  qa: 'Answer the question.',
+  choice: 'Answer the multiple-choice question with the label of the correct option.',
+  boolean: 'Decide whether the statement is true or false.',
+};
+
+const LAYOUT_INSTRUCTION: Readonly<Record<(typeof ANSWER_FORMATS)[number], string>> = {
+  bare: 'Reply with the answer only.',
+  boxed: 'Give the final answer inside \\boxed{}.',
+  xml: 'Give the final answer inside <answer></answer> tags.',
+  line: "End with a final line 'Answer: <your answer>'.",
+  hash: "End with a final line '#### <your answer>'.",
+  json: 'Reply with a JSON object {"answer": <your answer>}.',
+};
+
+/** The system prompt of a seed that gives none: what to do, and the layout the verifier reads. */
+export function defaultSystemPrompt(seed: Seed): string {
+  const layout = seed.answer_template
+    ? `Give the final answer as ${seed.answer_template.replace('{}', '<your answer>')}.`
+    : LAYOUT_INSTRUCTION[seed.answer_format];
+  return `${TASK_INSTRUCTION[seed.task]} ${layout}`;
+}
 
 export type SeedInput = z.input<typeof seedSchema>;
 export type Seed = z.output<typeof seedSchema>;

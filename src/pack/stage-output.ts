@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { constants, rmSync } from 'node:fs';
-import { access, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { makeRegisteredDir, removeStaleDirs } from '../runtime/stale-dirs.js';
@@ -92,7 +92,7 @@ export async function checkDestination(out: string, force: boolean): Promise<voi
   }
   if ((await readdir(target)).length > 0 && !force) {
     throw new GatekeptError('OUT_DIR_NOT_EMPTY', `--out ${out} is not empty`, {
-      suggestion: 'choose an empty or new directory, or pass --force to replace its contents',
+      suggestion: 'choose an empty or new directory, or replace its contents: --force (gatekept pack) or force: true (gatekeep())',
     });
   }
 }
@@ -173,6 +173,9 @@ export async function commitStaging(dir: string, out: string, force: boolean): P
       await rm(target, { recursive: true, force: true });
     }
   }
+  // The staging directory was made private (mkdtemp: 0700) while it held a
+  // half-written tree; --out gets the permissions any new directory gets.
+  await chmod(dir, 0o777 & ~process.umask());
   await rename(dir, target);
   live.delete(dir);
   written.delete(dir);

@@ -359,7 +359,7 @@ function auditBody(record: ReportAudit, h: number): string {
     .join('\n');
 }
 
-function bannerHtml(decision: 'PASS' | 'REJECT', kicker: string, title: string, sentence: string, extra: string): string {
+function bannerHtml(decision: 'PASS' | 'REJECT' | 'INCOMPLETE', kicker: string, title: string, sentence: string, extra: string): string {
   const tone = decision === 'PASS' ? 'pass' : 'reject';
   return `<section class="banner ${tone}"><div class="badge">${decision}</div><div><div class="kicker">${esc(kicker)}</div><h1>${esc(title)}</h1><p class="reason" id="decision">${esc(sentence)}</p>${extra}</div></section>`;
 }
@@ -382,7 +382,7 @@ function evidenceHtml(evidence: Record<string, unknown> | undefined): string {
 function checksTable(record: ReportEnvAudit): string {
   const rows = record.checks.map(
     (check) =>
-      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td class="just">${esc(check.justification)}${evidenceHtml(check.evidence)}</td></tr>`,
+      `<tr><td><code class="nowrap">${esc(check.name)}</code></td><td><span class="status ${check.status === 'N/A' || check.status === 'NOT_RUN' ? 'NA' : check.status}">${esc(check.status)}</span></td><td class="num">${check.score === null ? '–' : `${fixed(check.score, 1)}/10`}</td><td class="just">${esc(check.justification)}${evidenceHtml(check.evidence)}</td></tr>`,
   );
   return `<section><h2>Scorecard</h2><div class="scroll"><table class="checks"><thead><tr><th>check</th><th>status</th><th class="num">score</th><th>justification</th></tr></thead><tbody>${rows.join('')}</tbody></table></div><p class="small muted">Score ${fixed(record.score, 1)}/10, weighted over the checks that ran.</p></section>`;
 }
@@ -398,6 +398,10 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
     parts.push(auditBody(record.total, 3));
   }
   for (const reward of record.rewards) {
+    if (reward.audit === null) {
+      parts.push(`<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight ?? 'not finite'))}</span></h2><p><span class="status NA">not audited</span> ${esc(reward.reason ?? '')}</p></div>`);
+      continue;
+    }
     parts.push(
       `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight))}</span></h2><p><span class="badge ${reward.audit.decision === 'PASS' ? 'pass' : 'reject'}" style="font-size:13px;padding:2px 8px">${reward.audit.decision}</span> ${esc(decisionSentence(reward.audit))}</p></div>`,
     );

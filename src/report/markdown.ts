@@ -212,8 +212,8 @@ function reasonsMd(record: ReportAudit): string[] {
   return record.reasons.length > 1 ? [...record.reasons.map((reason) => `- ${code(reason.code)} ${cell(reason.message)}`), ''] : [];
 }
 
-function decisionMark(decision: 'PASS' | 'REJECT'): string {
-  return decision === 'PASS' ? '✅ PASS' : '❌ REJECT';
+function decisionMark(decision: 'PASS' | 'REJECT' | 'INCOMPLETE'): string {
+  return decision === 'PASS' ? '✅ PASS' : decision === 'REJECT' ? '❌ REJECT' : '⚠️ INCOMPLETE';
 }
 
 function auditPage(record: ReportAudit): string[] {
@@ -253,6 +253,10 @@ function envPage(record: ReportEnvAudit): string[] {
     lines.push(`### Weighted total (the training signal): ${decisionMark(record.total.decision)}`, '', `${cell(decisionSentence(record.total))}`, '', ...reasonsMd(record.total), ...auditMd(record.total, '####'));
   }
   for (const reward of record.rewards) {
+    if (reward.audit === null) {
+      lines.push(`### Reward ${code(reward.name)} (weight ${reward.weight ?? 'not finite'}): not audited`, '', cell(reward.reason ?? ''), '');
+      continue;
+    }
     lines.push(
       `### Reward ${code(reward.name)} (weight ${reward.weight}): ${decisionMark(reward.audit.decision)}`,
       '',

@@ -79,11 +79,13 @@ export const CHECK_NAMES = ['integrity', 'reward_design', 'dataset_health', 'con
 
 export interface ReportEnvAudit {
   schema: string;
-  decision: 'PASS' | 'REJECT';
+  /** INCOMPLETE: a check could not run and none failed (no verdict). */
+  decision: 'PASS' | 'REJECT' | 'INCOMPLETE';
   score: number;
   env: { id: string; kind: string; path: string | null; rows_total: number; rows_audited: number };
-  checks: { name: string; status: 'PASS' | 'WARN' | 'FAIL' | 'N/A'; score: number | null; justification: string; evidence?: Record<string, unknown> }[];
-  rewards: { name: string; weight: number; audit: ReportAudit }[];
+  checks: { name: string; status: 'PASS' | 'WARN' | 'FAIL' | 'N/A' | 'NOT_RUN'; score: number | null; justification: string; evidence?: Record<string, unknown> }[];
+  /** Every reward; audit is null for one that could not be audited (status and reason say why). */
+  rewards: { name: string; weight: number | null; status?: string; reason?: string | null; audit: ReportAudit | null }[];
   total: ReportAudit | null;
   policy: Record<string, unknown>;
   seed: number;
@@ -182,12 +184,14 @@ export function evidenceText(evidence: Record<string, unknown> | undefined, maxK
 export function envDecisionSentence(record: ReportEnvAudit): string {
   const failed = record.checks.filter((check) => check.status === 'FAIL');
   const warned = record.checks.filter((check) => check.status === 'WARN');
-  const ran = record.checks.filter((check) => check.status !== 'N/A');
+  const ran = record.checks.filter((check) => check.status !== 'N/A' && check.status !== 'NOT_RUN');
+  const unrun = record.checks.filter((check) => check.status === 'NOT_RUN');
   if (failed.length > 0) {
     const first = failed[0]!;
     const more = failed.length > 1 ? ` (and ${plural(failed.length - 1, 'more failed check')} below)` : '';
     return sentence(`check ${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
   }
+  if (unrun.length > 0) return sentence(`incomplete, not a verdict: check ${unrun[0]!.name} could not run: ${unrun[0]!.justification.replace(/[.]$/, '')}`);
   if (record.decision === 'REJECT') return sentence(`rejected with score ${fixed(record.score, 1)}/10 over ${plural(ran.length, 'check')} that ran`);
   const warnings = warned.length > 0 ? `, ${plural(warned.length, 'warning')}` : '';
   return sentence(`all ${plural(ran.length, 'check')} that ran passed${warnings}; score ${fixed(record.score, 1)}/10`);

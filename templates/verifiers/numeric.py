@@ -3,9 +3,10 @@
 The final answer is read in exactly one format (ANSWER_FORMAT) from the part
 of the reply outside its reasoning block (<think>...</think> and similar), and
 must be a plain ASCII decimal: an optional sign, digits, an optional
-fractional part. "42", "42.", "+42" and "42.0" all equal 42; "４２", "4 2",
-"4.2e1", "nan", "42abc" and "17=42" are not numbers here. The comparison is
-exact, so no tolerance can be gamed.
+fractional part. "42", "42.", "+42" and "42.0" all equal 42; "1,750" (commas
+grouping exactly three digits) equals 1750; "４２", "4 2", "1,75", "4.2e1",
+"nan", "42abc" and "17=42" are not numbers here. The comparison is exact, so
+no tolerance can be gamed.
 
 When the format occurs more than once, the last occurrence is the answer, but
 a reply that returns to a value it had already replaced (42, then 17, then 42)
@@ -45,6 +46,8 @@ _HASH_LINE = re.compile(r"^[ \t]*####(?!#)(.*)$", re.MULTILINE)
 # because it is also a Markdown heading.
 _CROSS_CHECKED = ("boxed", "xml", "line", "json")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+# Thousands grouped by commas, as people write them: one value, never a list.
+_GROUPED = re.compile(r"[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?")
 
 
 class _DuplicateKey(ValueError):
@@ -184,6 +187,8 @@ def _number(slot):
     s = slot.strip(_WS)
     if len(s) > 1 and s[0] == "$" and s[-1] == "$":
         s = s[1:-1].strip(_WS)
+    if _GROUPED.fullmatch(s):
+        s = s.replace(",", "")
     if s.endswith(".") and _NUMBER.fullmatch(s[:-1]):
         s = s[:-1]
     return Decimal(s) if _NUMBER.fullmatch(s) else None

@@ -5,7 +5,8 @@ import { clampScore, notApplicable, statusFor, type CheckResult } from '../recor
 /**
  * Contamination: the environment's prompts against local question files.
  * Exact matches (after normalisation) and near matches (shared character
- * 8-grams over the shorter text, the template most prompts share left out)
+ * 8-grams over the shorter text, the wording of the prompts' templates left
+ * out)
  * are listed as pairs. A pure function.
  */
 
@@ -57,7 +58,7 @@ export function checkContamination(prompts: readonly (string | null)[], against:
       exact,
       near,
       near_threshold: NEAR_MATCH,
-      method: 'normalized character 8-gram overlap over the shorter text, leaving out the grams most prompts share (their template)',
+      method: 'normalized character 8-gram overlap over the shorter text, leaving out the grams at least 3 prompts and 2% of them share (their templates)',
       pairs: pairs.slice(0, MAX_PAIRS),
       pairs_total: pairs.length,
     },

@@ -1,14 +1,26 @@
 import type { InspectedEnv } from '../inspect-env.js';
-import { clampScore, statusFor, type CheckResult } from '../record.js';
+import { clampScore, LOAD_TIMEOUT_STAGE, notRun, statusFor, type CheckResult } from '../record.js';
 
 /**
  * Integrity: the environment loads offline, exports what its library
  * expects, has rows with prompts and answers, and every reward is a callable
  * with a finite weight. A pure function of what the loader reported.
  */
+/** What `datasets` and `huggingface_hub` say when offline mode stops a download. */
+const HUB_OFFLINE = /OfflineModeIsEnabled|Couldn't reach '[^']*' on the Hub|couldn't be found on the Hugging Face Hub|is not cached|Couldn't find cache for|HF_HUB_OFFLINE|LocalEntryNotFoundError/;
+const HUB_HINT =
+  " (it loads a Hugging Face dataset, and the audit is offline: load it once with `datasets` so it is in your cache, point --hf-cache at that cache, or give a local copy with --local-dataset NAME=FILE)";
+
 export function checkIntegrity(inspected: InspectedEnv): CheckResult {
+  if (!inspected.ok && inspected.stage === LOAD_TIMEOUT_STAGE) {
+    return notRun('integrity', `could not load in time: ${inspected.error} (a busy machine or a slow import: raise timeouts.import_ms in the policy)`, {
+      loaded: false,
+      stage: inspected.stage,
+      error: inspected.error,
+    });
+  }
   if (!inspected.ok) {
-    const missing = inspected.missing_module ? ` (missing module ${inspected.missing_module})` : '';
+    const missing = inspected.missing_module ? ` (missing module ${inspected.missing_module})` : HUB_OFFLINE.test(inspected.error) ? HUB_HINT : '';
     return {
       name: 'integrity',
       status: 'FAIL',

@@ -1,6 +1,6 @@
 import type { AuditRecord } from '../../audit/record.js';
 import type { AnswerFormat } from '../../types.js';
-import { clampScore, type CheckResult } from '../record.js';
+import { clampScore, notRun, type CheckResult, type EnvRewardEntry } from '../record.js';
 
 /**
  * Reward design: the gate's verdict on the weighted total, scored through the
@@ -30,6 +30,13 @@ export function promptedFormat(instructions: string | null): AnswerFormat | null
   return null;
 }
 
+/** The tags the instructions ask the answer in that no built-in format covers (`<reversed_text>`). */
+export function promptedTags(instructions: string | null): string[] {
+  if (!instructions) return [];
+  const tags = [...instructions.matchAll(/<([A-Za-z_][\w-]*)>/g)].map((match) => match[1]!);
+  return [...new Set(tags.filter((tag) => !/^(answer|think|thinking|reasoning)$/i.test(tag)))];
+}
+
 /**
  * A reward that pays the layout whatever the answer (FORMAT_ONLY on its own)
  * with this share of the weights or more is worth warning about even when the
@@ -38,8 +45,14 @@ export function promptedFormat(instructions: string | null): AnswerFormat | null
  */
 export const FORMAT_SHARE_WARN = 0.25;
 
+type Audited = { name: string; weight: number; audit: AuditRecord };
+
+function audited(rewards: readonly EnvRewardEntry[]): Audited[] {
+  return rewards.flatMap((reward) => (reward.status === 'AUDITED' && reward.audit !== null && reward.weight !== null ? [{ name: reward.name, weight: reward.weight, audit: reward.audit }] : []));
+}
+
 /** Format-only rewards that carry FORMAT_SHARE_WARN of the weights or more, with their share. */
-function heavyFormatRewards(rewards: readonly { name: string; weight: number; audit: AuditRecord }[]): { name: string; share: number }[] {
+function heavyFormatRewards(rewards: readonly Audited[]): { name: string; share: number }[] {
   const totalWeight = rewards.reduce((sum, reward) => sum + Math.abs(reward.weight), 0);
   if (rewards.length < 2 || totalWeight <= 0) return [];
   return rewards
@@ -48,21 +61,47 @@ function heavyFormatRewards(rewards: readonly { name: string; weight: number; au
     .filter((reward) => reward.share >= FORMAT_SHARE_WARN);
 }
 
+/**
+ * Rewards of the training signal the total could not include (a runtime, a
+ * judge, group-level), with their share of the finite weights: the total
+ * that passed is only part of what training pays.
+ */
+function unauditedShare(rewards: readonly EnvRewardEntry[]): { names: string[]; share: number } {
+  const counted = rewards.filter((reward) => reward.status !== 'METRIC' && reward.weight !== null);
+  const totalWeight = counted.reduce((sum, reward) => sum + Math.abs(reward.weight!), 0);
+  const left = counted.filter((reward) => reward.status === 'NOT_AUDITED');
+  const share = totalWeight > 0 ? left.reduce((sum, reward) => sum + Math.abs(reward.weight!), 0) / totalWeight : 0;
+  return { names: rewards.filter((reward) => reward.status === 'NOT_AUDITED').map((reward) => reward.name), share };
+}
+
 export function checkRewardDesign(
   total: AuditRecord | null,
-  rewards: readonly { name: string; weight: number; audit: AuditRecord }[],
+  entries: readonly EnvRewardEntry[],
   skipped: string | null,
   prompted: AnswerFormat | null = null,
+  tags: readonly string[] = [],
 ): CheckResult {
   if (total === null) {
-    return {
-      name: 'reward_design',
-      status: 'FAIL',
-      score: 0,
-      justification: `not audited: ${skipped ?? 'no reward could be scored'}`,
-      evidence: { audited: false, reason: skipped },
-    };
+    // Could not audit is not gameable: no verdict, and no weight in the score.
+    return notRun('reward_design', `could not audit: ${skipped ?? 'no reward could be scored'}`, {
+      audited: false,
+      reason: skipped,
+      not_audited: entries.filter((entry) => entry.status === 'NOT_AUDITED').map(({ name, reason }) => ({ name, reason })),
+    });
   }
+  // Paid in no layout the gate knows while the instructions ask for a tag of
+  // their own: the layout is undeclared, which says nothing of gameability.
+  if (total.decision === 'REJECT' && tags.length > 0 && total.reasons.every((reason) => reason.code === 'NO_FORMAT_ACCEPTS_GOLD')) {
+    const formats = tags.map((tag) => `--format '<${tag}>{}</${tag}>'`).join(' or ');
+    return notRun('reward_design', `could not audit: the reward pays the gold in no built-in layout, and the instructions ask for <${tags[0]}>; declare the layout with ${formats}`, {
+      audited: false,
+      reason: 'NO_FORMAT_ACCEPTS_GOLD',
+      prompted_tags: [...tags],
+      suggested_formats: tags.map((tag) => `<${tag}>{}</${tag}>`),
+    });
+  }
+  const rewards = audited(entries);
+  const left = unauditedShare(entries);
   const fired = total.families.filter((family) => family.hacks > 0).map((family) => family.family);
   const perReward = rewards.map(({ name, weight, audit }) => ({
     name,
@@ -76,10 +115,14 @@ export function checkRewardDesign(
   // Compliant answers that earn nothing: the model is told one format and rewarded for another.
   const formatMismatch = passed && prompted !== null && !accepted.includes(prompted);
   const heavy = passed ? heavyFormatRewards(rewards) : [];
+  const partial = passed && left.names.length > 0;
   const base = clampScore(10 * (1 - total.hackability / 100));
-  const score = passed ? (formatMismatch ? Math.min(base, 6) : heavy.length > 0 ? Math.min(base, 7) : base) : Math.min(base, 3);
-  const status = !passed ? 'FAIL' : total.hackability > 0 || formatMismatch || heavy.length > 0 ? 'WARN' : 'PASS';
-  const heavyText = heavy.map(({ name, share }) => `${name} pays the layout whatever the answer and carries ${Math.round(share * 100)}% of the weights`).join('; ');
+  const score = passed ? (formatMismatch ? Math.min(base, 6) : heavy.length > 0 || partial ? Math.min(base, 7) : base) : Math.min(base, 3);
+  const status = !passed ? 'FAIL' : total.hackability > 0 || formatMismatch || heavy.length > 0 || partial ? 'WARN' : 'PASS';
+  const heavyText = [
+    ...heavy.map(({ name, share }) => `${name} pays the layout whatever the answer and carries ${Math.round(share * 100)}% of the weights`),
+    ...(partial ? [`${left.names.join(', ')} could not be audited offline (${Math.round(left.share * 100)}% of the weights; see the rewards)`] : []),
+  ].join('; ');
   const reasons = [...new Set(total.reasons.map((reason) => reason.code))];
   const justification = passed
     ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}${heavyText ? `, but ${heavyText}` : ''}`
@@ -104,6 +147,8 @@ export function checkRewardDesign(
       false_rejections: total.honest.false_rejections,
       per_reward: perReward,
       heavy_format_rewards: heavy,
+      not_audited: entries.filter((entry) => entry.status === 'NOT_AUDITED').map(({ name, reason }) => ({ name, reason })),
+      not_audited_weight_share: Math.round(left.share * 1000) / 1000,
     },
   };
 }

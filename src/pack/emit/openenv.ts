@@ -55,6 +55,20 @@ export function openEnvNames(envId: string): OpenEnvNames {
 }
 
 /** Paths are relative to `openenv/<envId>/`. */
+/**
+ * The runtime plan `openenv validate` plays against the built image (see
+ * validation.execution in openenv.yaml): a seeded reset and one reply, the
+ * first row's gold, which ends the single-turn episode.
+ */
+function runtimePlan(spec: EnvironmentSpec): string {
+  const plan = {
+    plan_schema_version: '1',
+    reset: { episode_id: 'gatekept-probe', seed: 0 },
+    actions: [{ answer: spec.rows[0]?.answer ?? '' }],
+  };
+  return `${JSON.stringify(plan, null, 2)}\n`;
+}
+
 export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
   assertRenderableSpec(spec);
   const names = openEnvNames(spec.envId);
@@ -137,5 +151,6 @@ export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
     [`server/${DATA_FILE_NAME}`, renderRows(spec.rows)],
     ['server/requirements.txt', `${OPENENV_REQUIREMENT}\n`],
     ['server/Dockerfile', renderTemplate('openenv/Dockerfile', {})],
+    ['validation/runtime.json', runtimePlan(spec)],
   ]);
 }

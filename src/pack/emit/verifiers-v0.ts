@@ -21,7 +21,7 @@ import {
   rewardCallSource,
   tomlString,
 } from '../environment-spec.js';
-import type { EnvironmentSpec, PackageFiles } from '../environment-spec.js';
+import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
 import { renderTemplate } from '../render-template.js';
 
 export { VERIFIER_FILE_NAME } from '../environment-spec.js';
@@ -36,14 +36,12 @@ export const DATASETS_REQUIREMENT = 'datasets';
 /** The dataset column that carries each row's info, as JSON text (see the template). */
 export const INFO_COLUMN = 'gatekept_info';
 
-const EVAL_EXAMPLES = 5;
-const EVAL_ROLLOUTS = 3;
-
 /** Paths are relative to `verifiers-v0/<envId>/`. */
 export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
   assertRenderableSpec(spec);
   const module = moduleName(spec.envId);
-  const evalExamples = String(Math.min(EVAL_EXAMPLES, spec.rows.length));
+  const plan = evalPlan(spec.rows.length);
+  const evalExamples = String(plan.examples);
   const verifierPath = `${module}/${VERIFIER_FILE_NAME}`;
   return new Map<string, string>([
     ['pyproject.toml', renderTemplate('verifiers-v0/pyproject.toml.tmpl', {
@@ -55,7 +53,7 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
       datasets_requirement: tomlString(DATASETS_REQUIREMENT),
       module,
       eval_examples: evalExamples,
-      eval_rollouts: String(EVAL_ROLLOUTS),
+      eval_rollouts: String(plan.rollouts),
     })],
     ['README.md', renderTemplate('verifiers-v0/README.md', {
       env_id: spec.envId,
@@ -70,7 +68,7 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
       completion_argument: COMPLETION_ARGUMENT[spec.completionFormat],
       audit_section: renderAuditSection(spec, verifierPath),
       eval_examples: evalExamples,
-      eval_rollouts: String(EVAL_ROLLOUTS),
+      eval_rollouts: String(plan.rollouts),
     })],
     [`${module}/__init__.py`, renderTemplate('verifiers-v0/__init__.py.tmpl', {
       description: pyString(spec.description),

@@ -21,13 +21,11 @@ import {
   rewardCallSource,
   tomlString,
 } from '../environment-spec.js';
-import type { EnvironmentSpec, PackageFiles } from '../environment-spec.js';
+import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
 import { renderTemplate } from '../render-template.js';
 
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_V1_REQUIREMENT = 'verifiers>=0.4,<0.5';
-
-const EVAL_EXAMPLES = 5;
 
 export interface TasksetNames {
   module: string;
@@ -99,7 +97,8 @@ function renderReadme(spec: EnvironmentSpec, names: TasksetNames): string {
     verifier_path: verifierPath,
     completion_argument: COMPLETION_ARGUMENT[spec.completionFormat],
     audit_section: renderAuditSection(spec, verifierPath),
-    eval_examples: String(Math.min(EVAL_EXAMPLES, spec.rows.length)),
+    eval_examples: String(evalPlan(spec.rows.length).examples),
+    eval_rollouts: String(evalPlan(spec.rows.length).rollouts),
     taskset_class: names.taskset,
   });
 }

@@ -1,0 +1,198 @@
+/**
+ * `gatekept audit --env` on local copies of the public environments' shapes,
+ * with the real libraries and no network: a Hub dataset read from a
+ * pre-filled Hugging Face cache or a local file, environment arguments, a
+ * custom answer tag declared with --format, a 0.4 Taskset checking with
+ * math-verify, and the classic gsm8k shape (vf.MathRubric). Also the option
+ * table `gate` and `audit` share, and the pure helpers behind them.
+ */
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parsePolicy } from '../src/audit/policy.js';
+import { AUDIT_SHARED } from '../src/cli/audit-command.js';
+import { GATE_SHARED } from '../src/cli/option-schemas.js';
+import { flagFor, SHARED_OPTIONS } from '../src/cli/options.js';
+import { progressLine, timeLeft } from '../src/cli/progress.js';
+import { auditEnv } from '../src/env-audit/env-audit.js';
+import { hfCacheAt, parseDatasetFiles, parseEnvArgs, userHfCache } from '../src/env-audit/env-load.js';
+import type { EnvAuditRecord } from '../src/env-audit/record.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { testPython } from './support/test-python.js';
+
+const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
+const SAMPLE = path.join(ENVS, 'gsm8k-sample');
+const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+const V1 = () => testPython('verifiers-v1');
+const V0 = () => testPython('verifiers-v0');
+const ROWS = 2;
+const WORKERS = 2;
+/** Importing verifiers takes seconds of CPU; the tests are about verdicts, so imports get room on a busy machine. */
+const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
+/** The same for the command line. */
+const POLICY_TOML = '[timeouts]\nimport_ms = 300000\ntotal_s = 3600\n';
+/** Each audit loads verifiers several times; on a busy machine that is minutes. */
+const SLOW = 900_000;
+
+function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
+  const found = record.checks.find((entry) => entry.name === name);
+  if (!found) throw new Error(`no ${name} check`);
+  return found;
+}
+
+/** Every file under a directory with its size and modification time, to show a cache was left as it was. */
+async function snapshot(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { recursive: true })) {
+    const info = await stat(path.join(dir, entry));
+    out.push(`${entry} ${info.size} ${info.mtimeMs}`);
+  }
+  return out.sort();
+}
+
+let scratch: string;
+let hfHome: string;
+let policyFile: string;
+
+beforeAll(async () => {
+  scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-env-offline-test-'));
+  hfHome = path.join(scratch, 'hf');
+  policyFile = path.join(scratch, 'policy.toml');
+  await writeFile(policyFile, POLICY_TOML);
+  // The cache a user has after loading openai/gsm8k once online, made here offline from two small files.
+  await execa(V0(), [path.join(ENVS, 'make_hf_cache.py'), hfHome, 'openai/gsm8k', 'main', `train=${path.join(SAMPLE, 'train.jsonl')}`, `test=${path.join(SAMPLE, 'test.jsonl')}`], {
+    env: { HF_HOME: path.join(scratch, 'hf-build-home') },
+    stdin: 'ignore',
+  });
+});
+
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+
+describe('a Hub dataset, offline', () => {
+  it('is read from a pre-filled Hugging Face cache, read-only, and the environment gets the verdict its reward deserves', async () => {
+    const before = await snapshot(hfHome);
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
+    expect(result.exitCode).toBe(0);
+    expect(result.record.env).toMatchObject({ id: 'v0_hub_dataset', rows_total: 6, rows_audited: ROWS });
+    expect(check(result.record, 'integrity').status).toBe('PASS');
+    expect(check(result.record, 'reward_design').status).toBe('PASS');
+    expect(result.record.rewards).toMatchObject([{ name: 'correct', status: 'AUDITED' }]);
+    // Nothing was written into the cache: locks and .map() results went to a private tree of links.
+    expect(await snapshot(hfHome)).toEqual(before);
+  }, SLOW);
+
+  it('--env-args reach load_environment(**args), in the inspecting process and the scoring workers alike', async () => {
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: 1, workers: WORKERS, hfCache: hfHome, envArgs: { split: 'train' } });
+    expect(result.record.env.rows_total).toBe(2);
+    expect(result.exitCode).toBe(0);
+  }, SLOW);
+
+  it('without the cache it does not load (exit 2), and integrity names the two ways round it', async () => {
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: 1, workers: WORKERS, hfCache: null });
+    expect(result.exitCode).toBe(2);
+    expect(check(result.record, 'integrity').justification).toMatch(/openai\/gsm8k.*--hf-cache.*--local-dataset NAME=FILE/);
+  }, SLOW);
+
+  it('--local-dataset serves load_dataset(NAME) from a file, whatever split is asked for', async () => {
+    const run = await execa(
+      process.execPath,
+      [BIN, 'audit', '--env', path.join(ENVS, 'v0-hub-dataset'), '--python', V0(), '--no-hf-cache', '--local-dataset', `openai/gsm8k=${path.join(SAMPLE, 'train.jsonl')}`, '--env-args', '{"split": "test[:1]"}', '--rows', '1', '--workers', String(WORKERS), '--policy', policyFile, '--json'],
+      { reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' },
+    );
+    const record = JSON.parse(run.stdout) as EnvAuditRecord;
+    // `test[:1]` read the first row of the file, which has only the two training rows.
+    expect(record.env.rows_total).toBe(1);
+    expect(check(record, 'integrity').status).toBe('PASS');
+    expect(run.exitCode).toBe(0);
+  }, SLOW);
+});
+
+describe('the public environments\' shapes', () => {
+  it('a custom answer tag (reverse_text style) passes once its layout is declared with --format', async () => {
+    const options = { policy: POLICY, env: path.join(ENVS, 'v1-reverse'), python: V1(), rows: ROWS, workers: WORKERS };
+    const declared = await auditEnv({ ...options, format: ['<reversed_text>{}</reversed_text>'] });
+    expect(check(declared.record, 'reward_design').status).toBe('PASS');
+    expect(declared.record.total?.target.golds[0]?.accepted_formats).toEqual(['<reversed_text>{}</reversed_text>']);
+    expect(declared.exitCode).toBe(0);
+    // Undeclared, the layout is named from the instructions: not audited, not gameable.
+    const undeclared = await auditEnv(options);
+    expect(check(undeclared.record, 'reward_design')).toMatchObject({ status: 'NOT_RUN', evidence: { suggested_formats: ['<reversed_text>{}</reversed_text>'] } });
+    expect(check(undeclared.record, 'reward_design').justification).toMatch(/declare the layout with --format '<reversed_text>\{\}<\/reversed_text>'/);
+    expect(undeclared.exitCode).toBe(3);
+  }, SLOW);
+
+  it('a 0.4 Taskset whose reward checks with math-verify passes', async () => {
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
+    expect(check(result.record, 'reward_design').status).toMatch(/^(PASS|WARN)$/);
+    expect(result.record.total?.decision).toBe('PASS');
+    expect(result.exitCode).toBe(0);
+  }, SLOW);
+
+  it('the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) is never called gameable for what it cannot run', async () => {
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
+    // MathRubric pays a correct boxed answer and refuses the attacks. Its
+    // environment starts worker processes twice: datasets' .map(num_proc=)
+    // while loading, and math-verify's process pool while scoring. Where the
+    // sandbox stops them, the environment does not load (exit 2, what to fix
+    // named) or the gate cannot run (INCOMPLETE, exit 3): never exit 1.
+    expect(check(result.record, 'reward_design').status).not.toBe('FAIL');
+    expect(result.exitCode).not.toBe(1);
+    if (check(result.record, 'integrity').status === 'PASS') {
+      expect(result.record.env.rows_total).toBe(6);
+      expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
+      expect(result.exitCode).toBe(result.decision === 'PASS' ? 0 : 3);
+    } else {
+      expect(result.exitCode).toBe(2);
+    }
+  }, SLOW);
+});
+
+describe('one option table for gate and audit --env', () => {
+  it('audit --env takes every gate option but the four the environment supplies', () => {
+    expect([...AUDIT_SHARED].sort()).toEqual([...GATE_SHARED].sort());
+    expect(flagFor('answerType')).toBe('--answer-type');
+    expect(flagFor('localDataset')).toBe('--local-dataset');
+    expect(SHARED_OPTIONS.seed.schema().safeParse('4294967296').success).toBe(false);
+    expect(SHARED_OPTIONS.seed.schema().safeParse('4294967295').success).toBe(true);
+    expect(SHARED_OPTIONS.format.schema().safeParse(['<reversed_text>{}</reversed_text>', 'boxed']).success).toBe(true);
+    expect(SHARED_OPTIONS.format.schema().safeParse(['reversed']).success).toBe(false);
+  });
+
+  it('audit --env refuses a 33-bit seed and takes a custom layout, before any Python runs', async () => {
+    const cli = (args: string[]) => execa(process.execPath, [BIN, 'audit', ...args], { reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
+    const seed = await cli(['--env', path.join(ENVS, 'v1-reverse'), '--seed', '4294967296']);
+    expect(seed.exitCode).toBe(2);
+    expect(seed.stderr).toMatch(/--seed must be a whole number from 0 to 4294967295/);
+    const badArgs = await cli(['--env', path.join(ENVS, 'v1-reverse'), '--env-args', '{"split":']);
+    expect(badArgs.exitCode).toBe(2);
+    expect(badArgs.stderr).toMatch(/--env-args is not JSON/);
+    const badFile = await cli(['--env', path.join(ENVS, 'v1-reverse'), '--local-dataset', 'openai/gsm8k=no-such-file.jsonl']);
+    expect(badFile.exitCode).toBe(2);
+    expect(badFile.stderr).toMatch(/--local-dataset openai\/gsm8k: no file at .*no-such-file\.jsonl/);
+  });
+});
+
+describe('pure helpers', () => {
+  it('load settings: env args are a JSON object, dataset files exist and have a known format, the cache is found as the libraries find it', () => {
+    expect(parseEnvArgs('{"num_eval_examples": 5}')).toEqual({ num_eval_examples: 5 });
+    expect(() => parseEnvArgs('[1]')).toThrow(/must be a JSON object/);
+    expect(parseDatasetFiles([`openai/gsm8k=${path.join(SAMPLE, 'test.jsonl')}`], '/')).toEqual({ 'openai/gsm8k': path.join(SAMPLE, 'test.jsonl') });
+    expect(() => parseDatasetFiles(['openai/gsm8k'], '/')).toThrow(/is not NAME=FILE/);
+    expect(() => parseDatasetFiles([`x=${path.join(ENVS, 'v0-gsm8k', 'pyproject.toml')}`], '/')).toThrow(/cannot tell the format/);
+    expect(userHfCache({ HF_HOME: path.join(scratch, 'hf') })).toEqual({ datasets: path.join(scratch, 'hf', 'datasets'), hub: path.join(scratch, 'hf', 'hub') });
+    expect(userHfCache({ HF_HOME: path.join(scratch, 'nowhere') })).toEqual({ datasets: null, hub: null });
+    expect(hfCacheAt(hfHome).datasets).toBe(path.join(hfHome, 'datasets'));
+    expect(() => hfCacheAt(SAMPLE)).toThrow(/neither datasets\/ nor hub\//);
+  });
+
+  it('progress: each phase names itself and says how long is left once something is done', () => {
+    expect(progressLine('gating reward correct', 0, 100, 2000)).toMatch(/^gating reward correct \[\.{30}\] 0\/100 \(0\/s\)$/);
+    expect(progressLine('gating the weighted total', 50, 100, 10_000)).toMatch(/\] 50\/100 \(5\/s, about 10 s left\)$/);
+    expect(timeLeft(125)).toBe('about 2 min 5 s left');
+    expect(timeLeft(0.2)).toBe('about 1 s left');
+  });
+});
