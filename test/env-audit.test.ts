@@ -192,7 +192,8 @@ describe('verifiers 0.4 environments', () => {
     expect(record.decision).toBe('REJECT');
     expect(record.env.kind).toBe('verifiers-v1');
     expect(check(record, 'integrity')).toMatchObject({ status: 'FAIL', score: 0, evidence: { loaded: false, missing_module: 'gatekept_no_such_module' } });
-    expect(check(record, 'reward_design').status).toBe('N/A');
+    // There were rewards to audit, and they could not be: not run, which is not "nothing to check".
+    expect(check(record, 'reward_design').status).toBe('NOT_RUN');
     expect(record.total).toBeNull();
   });
 
