@@ -193,7 +193,7 @@ describe('verifier specs and datasets (gatekept gate)', () => {
     [['--reward', 'examples/verifiers/strict.py:_WS'], [/error \[VERIFIER_NOT_CALLABLE\]: .*strict\.py:_WS cannot be called/, / {2}- .*_WS is a str, not a function/]],
     [['--reward', 'examples/verifiers/strict.py:reward.missing'], [/error \[VERIFIER_NOT_FOUND\]: cannot find the verifier function .*strict\.py:reward\.missing/, /functions defined there: reward/]],
     [['--reward', 'examples/verifiers/strict.py:_NUMBER.fullmatch'], [/VERIFIER_NOT_CALLABLE/, /requires 'string', which gatekept cannot supply/]],
-    [['--reward', STRICT, '--pythonpath', '/nonexistent/gatekept-dir'], [/error \[BAD_ARGUMENT\]: import path .*nonexistent\/gatekept-dir does not exist/, /fix: check the --pythonpath directories/]],
+    [['--reward', STRICT, '--pythonpath', '/nonexistent/gatekept-dir'], [/error \[BAD_ARGUMENT\]: --pythonpath .*nonexistent\/gatekept-dir does not exist/, /fix: give a directory the verifier imports from/]],
     [['--reward', STRICT, '--answer', '   '], [/error \[BAD_ARGUMENT\]: no gold answer to audit against/, /fix: pass --answer G/]],
   ] as const)('%j', async (args, messages) => {
     const given: readonly string[] = args;
