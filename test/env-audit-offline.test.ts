@@ -125,11 +125,17 @@ describe('the public environments\' shapes', () => {
     expect(undeclared.exitCode).toBe(3);
   }, SLOW);
 
-  it('a 0.4 Taskset whose reward checks with math-verify passes', async () => {
+  it('a 0.4 Taskset whose reward checks with math-verify is judged on what it pays alone', async () => {
     const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
-    expect(check(result.record, 'reward_design').status).toMatch(/^(PASS|WARN)$/);
-    expect(result.record.total?.decision).toBe('PASS');
-    expect(result.exitCode).toBe(0);
+    // The environment loads and its reward is gated: nothing about pools,
+    // timers or imports decides. Plain math-verify reads `72%` as 72 and as
+    // 0.72, a re-reading that pays one reply under two golds, so the verdict
+    // is the exploit's when there is one, and PASS otherwise.
+    const total = result.record.total!;
+    expect(total).not.toBeNull();
+    const exploitCodes = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
+    expect(total.reasons.filter((reason) => !exploitCodes.includes(reason.code))).toEqual([]);
+    expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
   }, SLOW);
 
   it('the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) is never called gameable for what it cannot run', async () => {

@@ -154,7 +154,7 @@ def reward(completion, answer, **kwargs):
 });
 
 describe('the verifiers library\'s own math reward', () => {
-  it('vf.MathRubric (0.3), which checks with math-verify in a process pool it makes when built, pays the boxed gold and passes', async () => {
+  it('vf.MathRubric (0.3), which checks with math-verify in a process pool it makes when built, pays the boxed gold and is judged on its answers alone', async () => {
     // Its import costs seconds of CPU (and far more wall time on a loaded
     // machine); its pool is made at import, and it signals its own workers.
     const source = `
@@ -169,8 +169,14 @@ async def reward(completion, answer, **kwargs):
     const file = path.join(dir, 'math_rubric.py');
     await writeFile(file, source);
     const result = await gate({ reward: `${file}:reward`, answer: '72', answerType: 'numeric', python: testPython('verifiers-v0'), cwd: PACKAGE_ROOT, workers: 1 });
-    expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+    // The pool, its signals and its timers are no finding: the gold is paid
+    // boxed, and nothing but what it pays decides. math-verify reads `72%`
+    // as 72 and as 0.72, a re-reading that pays one reply under two golds:
+    // if that decides, it is for an exploit, never for the pool.
     expect(result.record.target.golds[0]!.accepted_formats).toContain('boxed');
     expect(result.record.side_effects.filter((effect) => effect.kind !== 'process')).toEqual([]);
+    const exploitCodes = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
+    expect(result.record.reasons.filter((reason) => !exploitCodes.includes(reason.code))).toEqual([]);
+    if (result.decision === 'REJECT') expect(result.record.findings.some((finding) => finding.rewarded_under.length > 1)).toBe(true);
   }, 600_000);
 });
