@@ -133,8 +133,12 @@ describe('reference panel', () => {
     expect(codes).toContain('SLOW_CALL');
     expect(codes).toContain('HACKABILITY_OVER');
     expect(codes).not.toContain('ERRORS_ON_ATTACKS');
-    // Which long candidates the timeout cuts depends on the corpus: each is a slow input (2,000 characters or more) all the same.
-    expect(cut.record.timing.slow_calls?.examples.every((example) => example.cut && example.chars >= 2_000)).toBe(true);
+    // Calls of half a second or more are reported too, and on a loaded
+    // machine some are: what must hold is that the timeout cut some, and
+    // only slow inputs (2,000 characters or more).
+    const examples = cut.record.timing.slow_calls?.examples ?? [];
+    expect(examples.some((example) => example.cut)).toBe(true);
+    expect(examples.filter((example) => example.cut).every((example) => example.chars >= 2_000)).toBe(true);
     expect(cut.record.findings[0]!.rewarded_under.length).toBeGreaterThan(1);
   }, 480_000);
 
