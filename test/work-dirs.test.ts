@@ -48,3 +48,22 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   expect(existsSync(unmarked)).toBe(false);
   expect(existsSync(theirs)).toBe(true);
 });
+
+it('tells a reused pid from the creator: a process younger than the directory did not make it', async () => {
+  const { processStartedAfter, removeStaleDirs } = await import('../src/runtime/stale-dirs.js');
+  const { spawn } = await import('node:child_process');
+  const young = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    const pid = young.pid!;
+    expect(processStartedAfter(pid, Date.now() - 60_000)).toBe(true);
+    expect(processStartedAfter(pid, Date.now() + 60_000)).toBe(false);
+    // The test's parent started before any directory below was made: its entry stays.
+    const kept = path.join(scratch, `run-${process.ppid}-Keep12`);
+    await mkdir(kept);
+    const removed = await removeStaleDirs(scratch, /^run-(\d+)-Keep12$/);
+    expect(removed).toEqual([]);
+    expect(existsSync(kept)).toBe(true);
+  } finally {
+    young.kill('SIGKILL');
+  }
+});

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstat, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -18,6 +18,40 @@ export function processGone(pid: number): boolean {
     return false;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/**
+ * Pids are reused (the default pid_max is 32768, and a test suite or a busy
+ * machine goes round it), so a live process with the creator's pid is not
+ * proof that the creator lives: one that started after the entry last
+ * changed cannot have made it. Linux only; elsewhere, and whenever /proc
+ * cannot tell, the process counts as the creator and its entry stays.
+ */
+export function processStartedAfter(pid: number, timeMs: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22, counted after the command name, which may itself hold spaces and parentheses.
+    const startTicks = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    const uptimeSeconds = Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]);
+    if (!Number.isFinite(startTicks) || !Number.isFinite(uptimeSeconds)) return false;
+    // USER_HZ is 100 on every Linux ABI Node supports.
+    const startedMs = Date.now() - (uptimeSeconds - startTicks / 100) * 1000;
+    return startedMs > timeMs + REUSE_MARGIN_MS;
+  } catch {
+    return false;
+  }
+}
+
+/** Clock and tick rounding are tens of milliseconds; a margin of seconds keeps a live creator's entry safe. */
+const REUSE_MARGIN_MS = 2000;
+
+async function creatorGone(pid: number, entry: string): Promise<boolean> {
+  if (processGone(pid)) return true;
+  try {
+    return processStartedAfter(pid, (await lstat(entry)).ctimeMs);
+  } catch {
+    return false;
   }
 }
 
@@ -40,8 +74,9 @@ export async function removeStaleDirs(
   const removed: string[] = [];
   for (const name of names) {
     const match = pattern.exec(name);
-    if (!match || match[1] === undefined || Number(match[1]) === process.pid || !processGone(Number(match[1]))) continue;
+    if (!match || match[1] === undefined || Number(match[1]) === process.pid) continue;
     const entry = path.join(dir, name);
+    if (!(await creatorGone(Number(match[1]), entry))) continue;
     try {
       await handle(entry);
       removed.push(entry);
