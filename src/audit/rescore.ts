@@ -15,6 +15,15 @@ import type { WorkerPool } from '../runtime/worker-pool.js';
 const SAMPLE_SIZE = 48;
 
 /**
+ * The fresh process opens on the longest attack of the whole audit up to this
+ * size: training completions run to thousands of characters, and a verifier
+ * that is strict only while its process opens on something shorter must meet
+ * one here. Longer ones are the slow-input probes, which a slow verifier
+ * would spend the opening call on.
+ */
+const OPENING_MAX_CHARS = 8192;
+
+/**
  * Calls in a seeded order, drawn from the evaluation's key; results come
  * back in request order.
  */
@@ -75,6 +84,8 @@ export class RescoreSample {
   private readonly kept: Kept[] = [];
   /** Index of the highest draw kept: the one a lower draw replaces. */
   private highest = -1;
+  /** The fresh process's first call (see OPENING_MAX_CHARS), with the reward the audit gave it. */
+  private opening: Kept | null = null;
 
   constructor(private readonly seed: number) {}
 
@@ -83,6 +94,7 @@ export class RescoreSample {
     results.forEach((result, index) => {
       const rank = rng();
       if (result.status !== 'ok' || result.reward === null) return;
+      this.considerOpening(key, index, requests[index]!, result, rank);
       const full = this.kept.length === SAMPLE_SIZE;
       // Most draws lose to the highest kept on the number alone: no tie-breaker is made for them.
       if (full && rank > this.kept[this.highest]!.rank) return;
@@ -100,6 +112,15 @@ export class RescoreSample {
     return this.kept.length;
   }
 
+  private considerOpening(key: string, index: number, request: EvalRequest, result: EvalResult, rank: number): void {
+    const length = request.completion.length;
+    if (!ATTACK_KEY.test(key) || length > OPENING_MAX_CHARS) return;
+    const tie = `${key}#${index}`;
+    const current = this.opening;
+    if (current && (length < current.request.completion.length || (length === current.request.completion.length && !before(rank, tie, current)))) return;
+    this.opening = { request, reward: result.reward!, ownTimer: result.ownTimer === true, rank, tie };
+  }
+
   /**
    * Score the sample again in `pool` and in `fresh`, a worker that has seen no
    * call (opened ahead, so its start overlaps the audit; this ends it); the
@@ -112,7 +133,9 @@ export class RescoreSample {
     alone: (request: EvalRequest) => Promise<EvalResult> = async (request) => (await pool.evaluate([request], { stopOnTimeout: true }))[0]!,
   ): Promise<RecheckOutcome> {
     if (this.kept.length === 0) return { changed: 0, total: 0, example: null, timing: null };
-    const sample = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
+    const sorted = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
+    // The opening call is compared like the sample's, by the fresh process only.
+    const sample = this.opening && !sorted.includes(this.opening) ? [...sorted, this.opening] : sorted;
     const requests = sample.map((entry) => entry.request);
     const expected = sample.map((entry) => entry.reward);
     const freshIndices = freshOpening(sample);
@@ -157,6 +180,8 @@ export class RescoreSample {
     return { changed, total: requests.length, example, timing };
   }
 }
+
+const ATTACK_KEY = / attack$/;
 
 /**
  * The fresh process's order (indices into the sample): the sample reversed, opening on the longest
