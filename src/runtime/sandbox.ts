@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
+import { accessSync, constants, copyFileSync, type Dirent, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
@@ -11,7 +11,8 @@ import { seccompProgram } from './seccomp.js';
  * IPC, UTS and mount namespaces: the filesystem is read-only apart from its
  * own working directory, homes and /run are hidden, gatekept's processes and
  * their /proc entries do not exist for it, there is no network to reach (nor
- * a host service's unix socket: see seccomp.ts), and the whole sandbox dies
+ * a host service's unix socket: socket files in what is bound are covered,
+ * see seccomp.ts), and the whole sandbox dies
  * with the process that started it. The harness's
  * audit hook then only reports attempts; it is no longer the boundary.
  *
@@ -362,7 +363,58 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
  * (a venv in `~/.cache`) is bound again after the covers, alone: a later
  * mount hides an earlier one, so the order matters.
  */
-function readableArgs(readable: readonly string[], scratch: string): string[] {
+/**
+ * Entries searched for unix sockets under one bound directory. A working
+ * directory that is a whole home or a large checkout goes past it: the
+ * sandbox then refuses the verifier unix sockets of its own instead.
+ */
+const SOCKET_SEARCH_LIMIT = 50_000;
+/** Per directory, for the life of the process: a gate starts many workers over the same directories. */
+const socketSearches = new Map<string, string[] | null>();
+
+/**
+ * An interpreter's own tree (a virtual environment, a Python installation):
+ * packages, where no service keeps a socket, and far too many files to search.
+ */
+function isInterpreterPrefix(root: string): boolean {
+  return existsSync(path.join(root, 'pyvenv.cfg')) || existsSync(path.join(root, 'bin', 'python3'));
+}
+
+/**
+ * The unix socket files under `root` (a service's socket in the user's
+ * directory), links not followed; null when the search stopped at the limit.
+ */
+function socketsUnder(root: string, skip: readonly string[]): string[] | null {
+  const known = socketSearches.get(root);
+  if (known !== undefined) return known;
+  const found: string[] = [];
+  const pending = [root];
+  let seen = 0;
+  let result: string[] | null = found;
+  search: while (pending.length > 0) {
+    const dir = pending.pop()!;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      seen += 1;
+      if (seen > SOCKET_SEARCH_LIMIT) {
+        result = null;
+        break search;
+      }
+      const full = path.join(dir, entry.name);
+      if (entry.isSocket()) found.push(full);
+      else if (entry.isDirectory() && !skip.includes(full)) pending.push(full);
+    }
+  }
+  socketSearches.set(root, result);
+  return result;
+}
+
+function readableArgs(readable: readonly string[], scratch: string): { args: string[]; socketsCovered: boolean } {
   const entries = [...new Set(readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null && entry !== '/'))]
     .filter((entry) => !SYSTEM_ROOTS.some((root) => isUnder(entry, root)))
     .sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
@@ -384,16 +436,27 @@ function readableArgs(readable: readonly string[], scratch: string): string[] {
       if (target && roots.some((bound) => isUnder(target, bound)) && !covers.includes(target)) covers.push(target);
     }
   }
+  // Socket files are covered like dot-entries, after them (one inside a
+  // needed path bound again would show through otherwise).
+  let socketsCovered = true;
+  const sockets: string[] = [];
+  for (const root of roots) {
+    if (isInterpreterPrefix(root) || !lstatOrNull(root)?.isDirectory()) continue;
+    const found = socketsUnder(root, covers);
+    if (found === null) socketsCovered = false;
+    else sockets.push(...found);
+  }
   const args: string[] = [];
   for (const root of roots) args.push('--ro-bind', root, root);
   const empty = path.join(scratch, 'empty');
-  if (covers.length > 0) writeFileSync(empty, '');
+  if (covers.length > 0 || sockets.length > 0) writeFileSync(empty, '');
   for (const cover of covers) args.push(...coverArgs(cover, empty));
   for (const entry of entries) {
     if (roots.includes(entry)) continue;
     if (covers.some((cover) => isUnder(entry, cover))) args.push('--ro-bind', entry, entry);
   }
-  return args;
+  for (const socket of sockets) args.push('--ro-bind', empty, socket);
+  return { args, socketsCovered };
 }
 
 /** The sandbox's own accounts: its user and root, none of the host's. */
@@ -420,10 +483,11 @@ export interface BwrapLaunch {
 }
 
 /** Write the filter into the scratch directory, whole: a concurrent launch reading the previous copy keeps its own inode. */
-function writeSeccompFile(scratch: string): string | null {
-  const program = seccompProgram();
+function writeSeccompFile(scratch: string, unixStream: boolean): string | null {
+  const program = seccompProgram(unixStream);
   if (!program) return null;
-  const file = path.join(scratch, 'seccomp.bpf');
+  // Named by variant: launches with and without unix sockets may share a scratch directory.
+  const file = path.join(scratch, unixStream ? 'seccomp.bpf' : 'seccomp-nounix.bpf');
   const partial = `${file}.${process.pid}.tmp`;
   writeFileSync(partial, program);
   renameSync(partial, file);
@@ -444,7 +508,8 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);
   // Writable shared memory, private to the sandbox (joblib and multiprocessing use it).
   argv.push('--size', String(SHM_TMPFS_BYTES), '--tmpfs', '/dev/shm');
-  argv.push(...readableArgs(layout.readable, layout.scratch));
+  const readableBinds = readableArgs(layout.readable, layout.scratch);
+  argv.push(...readableBinds.args);
   // The parent's command line names the host's directories (and gatekept):
   // an ordinary init's is shown instead, under both names the kernel gives it.
   const cmdline = path.join(layout.scratch, 'init-cmdline');
@@ -452,7 +517,7 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   argv.push('--ro-bind', cmdline, '/proc/1/cmdline', '--ro-bind', cmdline, '/proc/1/task/1/cmdline');
   const scripts = neutralScripts(args, layout.scratch);
   argv.push(...scripts.args);
-  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch);
+  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, readableBinds.socketsCovered);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
   return { command: sandbox.bwrap, args: argv, seccompFile };

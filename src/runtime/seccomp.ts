@@ -4,14 +4,18 @@ import os from 'node:os';
  * The seccomp filter bubblewrap installs on every sandboxed process (its
  * `--seccomp FD` option reads a compiled classic-BPF program from that fd).
  *
- * Why: the sandbox sees the host's filesystem read-only, and a read-only
- * mount does not stop connect() to a unix socket on it (a service listening
- * in /var/tmp, a database's socket). The network namespace only covers IP.
- * So the filter refuses to create AF_UNIX sockets at all, and every unix
- * socket pair but a stream pair: a datagram pair can be re-addressed to a
- * path by sendto(), and the kernel silently turns SOCK_RAW into SOCK_DGRAM,
- * so only the one type that stays connected to its twin and nothing else
- * passes (asyncio's self-pipe, multiprocessing's duplex pipes). io_uring is
+ * Why: a read-only mount does not stop connect() to a unix socket on it (a
+ * service listening in a directory bound into the sandbox). The network
+ * namespace only covers IP and abstract unix addresses. The sandbox covers
+ * every socket file in the user's directories it binds (see sandbox.ts), so
+ * a unix stream socket of the verifier's own (multiprocessing's managers and
+ * fork server listen on one in a temporary directory) reaches nothing of
+ * the host; where those directories are too large to search, the filter
+ * refuses AF_UNIX sockets altogether (`unixStream` false). Other unix socket
+ * types are always refused, and every socket pair but a stream pair: a
+ * datagram socket can be addressed anew by sendto(), and the kernel silently
+ * turns SOCK_RAW into SOCK_DGRAM, so only the type that stays connected to
+ * its peer passes (asyncio's self-pipe, multiprocessing's duplex pipes). io_uring is
  * refused as well, since its requests can open sockets without the socket
  * syscall. TCP and UDP sockets stay allowed: without --share-net there is no
  * network to reach, and smoke's loopback server needs them with it.
@@ -121,7 +125,7 @@ const jeq = (k: number, jt: Target, jf: Target): Instruction => ({ code: BPF_JMP
 const jset = (k: number, jt: Target, jf: Target): Instruction => ({ code: BPF_JMP_JSET_K, k, jt, jf });
 const ret = (k: number, label?: string): Instruction => ({ code: BPF_RET_K, k, ...(label ? { label } : {}) });
 
-function program(arch: Arch): Instruction[] {
+function program(arch: Arch, unixStream: boolean): Instruction[] {
   return [
     load(OFFSET_ARCH),
     // A foreign architecture (i386 on x86_64) has other syscall numbers: refuse all of it.
@@ -145,8 +149,8 @@ function program(arch: Arch): Instruction[] {
     ret(SECCOMP_RET_ALLOW),
     // Classic BPF jumps forward only, hence an allow at the end of each check.
     load(offsetArg(0), 'socket'),
-    jeq(AF_UNIX, 'eacces', null),
-    ret(SECCOMP_RET_ALLOW),
+    jeq(AF_UNIX, null, 'allow'),
+    ...(unixStream ? [load(offsetArg(1)), and(SOCK_TYPE_MASK), jeq(SOCK_STREAM, 'allow', 'eacces')] : [ret(SECCOMP_RET_ERRNO | EACCES)]),
     // A pair of another family (AF_INET pairs do not exist) is the kernel's to refuse.
     load(offsetArg(0), 'socketpair'),
     jeq(AF_UNIX, null, 'allow'),
@@ -185,14 +189,16 @@ function assemble(instructions: readonly Instruction[]): Buffer {
   return bytes;
 }
 
-let cached: Buffer | null | undefined;
+const cached = new Map<boolean, Buffer | null>();
 
 /** The compiled filter for this machine, or null where we do not know its syscall numbers. */
-export function seccompProgram(): Buffer | null {
-  if (cached === undefined) {
+export function seccompProgram(unixStream = true): Buffer | null {
+  let compiled = cached.get(unixStream);
+  if (compiled === undefined) {
     const arch = ARCHES[process.arch];
     // Both known architectures are little-endian; the layout above assumes it.
-    cached = arch && os.endianness() === 'LE' ? assemble(program(arch)) : null;
+    compiled = arch && os.endianness() === 'LE' ? assemble(program(arch, unixStream)) : null;
+    cached.set(unixStream, compiled);
   }
-  return cached;
+  return compiled;
 }
