@@ -24,6 +24,8 @@ import { testPython } from './support/test-python.js';
 
 const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
 const SAMPLE = path.join(ENVS, 'gsm8k-sample');
+/** The reasons that say a reward was gamed: the only ones that may decide where nothing else is wrong. */
+const EXPLOIT_CODES = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const V1 = () => testPython('verifiers-v1');
 const V0 = () => testPython('verifiers-v0');
@@ -133,27 +135,26 @@ describe('the public environments\' shapes', () => {
     // is the exploit's when there is one, and PASS otherwise.
     const total = result.record.total!;
     expect(total).not.toBeNull();
-    const exploitCodes = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
-    expect(total.reasons.filter((reason) => !exploitCodes.includes(reason.code))).toEqual([]);
+    expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
     expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
   }, SLOW);
 
-  it('the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) is never called gameable for what it cannot run', async () => {
+  it('the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone', async () => {
     const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
-    // MathRubric pays a correct boxed answer and refuses the attacks. Its
-    // environment starts worker processes twice: datasets' .map(num_proc=)
-    // while loading, and math-verify's process pool while scoring. Where the
-    // sandbox stops them, the environment does not load (exit 2, what to fix
-    // named) or the gate cannot run (INCOMPLETE, exit 3): never exit 1.
-    expect(check(result.record, 'reward_design').status).not.toBe('FAIL');
-    expect(result.exitCode).not.toBe(1);
-    if (check(result.record, 'integrity').status === 'PASS') {
-      expect(result.record.env.rows_total).toBe(6);
-      expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
-      expect(result.exitCode).toBe(result.decision === 'PASS' ? 0 : 3);
-    } else {
-      expect(result.exitCode).toBe(2);
-    }
+    // Its environment starts worker processes twice: datasets'
+    // .map(num_proc=), whose multiprocessing manager listens on a unix socket
+    // of its own, while loading, and math-verify's process pool while
+    // scoring. Both run in the sandbox: the environment loads, its reward is
+    // gated, and only what the attacks found decides (MathRubric's
+    // math-verify reads `72%` as 72 and as 0.72).
+    expect(check(result.record, 'integrity').status).toBe('PASS');
+    expect(result.record.env.rows_total).toBe(6);
+    expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
+    expect(check(result.record, 'reward_design').status).not.toBe('NOT_RUN');
+    const total = result.record.total!;
+    expect(total).not.toBeNull();
+    expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
+    expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
   }, SLOW);
 });
 
