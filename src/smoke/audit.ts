@@ -17,6 +17,7 @@ import { brief, type SmokeCheck } from './report.js';
  * yields, and the package's files checked against it.
  */
 
+/** For an audit written without smoke_probes: how many attacks and golds to replay. */
 const ATTACK_FALLBACK = 9;
 const HONEST_FALLBACK = 3;
 
@@ -34,7 +35,7 @@ export interface Audit {
   smoke_probes: PackAuditRecord['smoke_probes'] | null;
 }
 
-
+/** One completion to replay, and the reward the gate gave it. */
 export interface Probe {
   kind: 'honest' | 'attack';
   row: number;
