@@ -20,8 +20,8 @@
  *   Python call, the ratio to the ideal (evaluations × per-call cost /
  *   workers) and to the reference, and peak memory of the process tree.
  *
- * Results go to results/bench.json and results/bench.md, and the README table
- * between its bench markers is regenerated from them.
+ * Results go to results/bench.json and results/bench.md, and the tables in
+ * docs/performance.md between its bench markers are regenerated from them.
  *
  *   npm run bench                  the full run (several minutes on 2 cores)
  *   npm run bench -- --quick       small sizes, under a minute
@@ -55,6 +55,8 @@ type VerifierKey = keyof typeof VERIFIERS;
 const FULL = { trivial: '1000,10000,100000,1000000', slow: '1000,5000,20000', math: '1000,5000,20000', lenient: '5000', runs: '9' };
 const QUICK = { trivial: '1000,10000', slow: '1000', math: '', lenient: '1000', runs: '3' };
 const GOLD = '1037';
+/** The page that shows the results. */
+export const DOC = path.join(PACKAGE_ROOT, 'docs', 'performance.md');
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
@@ -422,11 +424,12 @@ export function renderMarkdown(bench: Bench): string {
   return `${lines.join('\n')}\n`;
 }
 
-export function readmeWith(readme: string, table: string): string {
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the ${BEGIN} / ${END} markers`);
-  return `${readme.slice(0, start + BEGIN.length)}\n${table}${readme.slice(end)}`;
+/** The page with the tables between its bench markers replaced. */
+export function docWith(doc: string, table: string): string {
+  const start = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`${path.relative(PACKAGE_ROOT, DOC)} lacks the ${BEGIN} / ${END} markers`);
+  return `${doc.slice(0, start + BEGIN.length)}\n${table}${doc.slice(end)}`;
 }
 
 // ------------------------------------------------------------------ main
@@ -619,8 +622,7 @@ async function main(): Promise<number> {
   if (!values['dry-run'] && !values['single-only']) {
     writeFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.json'), `${JSON.stringify(bench, null, 2)}\n`);
     writeFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.md'), `# Gate benchmark\n\n${markdown}`);
-    const readme = path.join(PACKAGE_ROOT, 'README.md');
-    writeFileSync(readme, readmeWith(readFileSync(readme, 'utf8'), markdown));
+    writeFileSync(DOC, docWith(readFileSync(DOC, 'utf8'), markdown));
   }
   return 0;
 }

@@ -3,13 +3,13 @@
  *
  * Every verifier is gated under the default policy; the results go to
  * results/measure-gate.json and results/measure-gate.md, and the Markdown
- * table is written into the README between its measure-gate markers.
+ * tables are written into docs/measured.md between its measure-gate markers.
  *
  * The reference panel under test/panel/ is measured too, in the
  * interpreter that holds math-verify (--panel-python, default: the cached
  * verifiers-v1 test environment).
  *
- *   npm run measure            regenerate results/ and the README table
+ *   npm run measure            regenerate results/ and the tables in docs/measured.md
  *   npm run measure -- --check regenerate in memory and fail if the committed files differ
  */
 import { execFileSync } from 'node:child_process';
@@ -55,7 +55,8 @@ export interface PanelOutcome {
 }
 const RESULTS_JSON = path.join(PACKAGE_ROOT, 'results', 'measure-gate.json');
 const RESULTS_MD = path.join(PACKAGE_ROOT, 'results', 'measure-gate.md');
-const README = path.join(PACKAGE_ROOT, 'README.md');
+/** The page that shows the results. */
+export const DOC = path.join(PACKAGE_ROOT, 'docs', 'measured.md');
 const BEGIN = '<!-- measure-gate:begin -->';
 const END = '<!-- measure-gate:end -->';
 
@@ -341,12 +342,12 @@ export function comparable(measurement: Measurement): Measurement {
   return { ...measurement, provenance: { ...measurement.provenance, date: '-', commit: '-' } };
 }
 
-function readmeWith(table: string): string {
-  const readme = readFileSync(README, 'utf8');
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the ${BEGIN} / ${END} markers`);
-  return `${readme.slice(0, start + BEGIN.length)}\n${table}${readme.slice(end)}`;
+function docWith(table: string): string {
+  const doc = readFileSync(DOC, 'utf8');
+  const start = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`${path.relative(PACKAGE_ROOT, DOC)} lacks the ${BEGIN} / ${END} markers`);
+  return `${doc.slice(0, start + BEGIN.length)}\n${table}${doc.slice(end)}`;
 }
 
 async function main(): Promise<number> {
@@ -366,7 +367,7 @@ async function main(): Promise<number> {
   }
   writeFileSync(RESULTS_JSON, `${JSON.stringify(measurement, null, 2)}\n`);
   writeFileSync(RESULTS_MD, `# Gate measurement\n\n${markdown}`);
-  writeFileSync(README, readmeWith(markdown));
+  writeFileSync(DOC, docWith(markdown));
   console.log(markdown);
   return 0;
 }

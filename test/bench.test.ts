@@ -1,13 +1,13 @@
 /**
  * The benchmark's own correctness, not its numbers: the reference loop makes
- * the calls the gate made, the committed results are what the README shows,
+ * the calls the gate made, the committed results are what docs/performance.md shows,
  * and the targets and the busy-machine warning are judged from the rows.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Bench, evaluateTargets, readmeWith, renderMarkdown, runReference, type ScaleRow, type SingleRow } from '../scripts/bench.js';
+import { type Bench, DOC, docWith, evaluateTargets, renderMarkdown, runReference, type ScaleRow, type SingleRow } from '../scripts/bench.js';
 import { gate } from '../src/audit/gate.js';
 import type { EvalRequest } from '../src/runtime/python-session.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
@@ -143,12 +143,14 @@ describe('bench', () => {
     expect(idle).toContain('| trivial | one answer | 400 | 200 | start 50, import 20, calibration 5, attack 100, judging 10 |');
   });
 
-  it('the README shows the committed results, between its markers', () => {
+  it('docs/performance.md shows the committed results, between its markers, and the README links to it', () => {
     const committed = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.json'), 'utf8')) as Bench;
     const markdown = renderMarkdown(committed);
-    const readme = readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain(`<!-- bench:begin -->\n${markdown}<!-- bench:end -->`);
+    const doc = readFileSync(DOC, 'utf8');
+    expect(DOC).toBe(path.join(PACKAGE_ROOT, 'docs', 'performance.md'));
+    expect(doc).toContain(`<!-- bench:begin -->\n${markdown}<!-- bench:end -->`);
     expect(readFileSync(path.join(PACKAGE_ROOT, 'results', 'bench.md'), 'utf8')).toBe(`# Gate benchmark\n\n${markdown}`);
-    expect(readmeWith(readme, markdown)).toBe(readme);
+    expect(docWith(doc, markdown)).toBe(doc);
+    expect(readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8')).toContain('](docs/performance.md)');
   });
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { comparable, measureGate, renderMarkdown, type Measurement } from '../scripts/measure-gate.js';
+import { comparable, DOC, measureGate, renderMarkdown, type Measurement } from '../scripts/measure-gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { testPython } from './support/test-python.js';
 
@@ -9,12 +9,13 @@ const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const panelPython = testPython('verifiers-v1');
 
 describe('measure-gate', () => {
-  it('regenerates exactly the committed results (apart from date and commit), and the README shows them', async () => {
+  it('regenerates exactly the committed results (apart from date and commit), and docs/measured.md shows them', async () => {
     const fresh = await measureGate(python, panelPython);
     const committed = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'results', 'measure-gate.json'), 'utf8')) as Measurement;
     expect(comparable(fresh)).toEqual(comparable(committed));
-    const readme = readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8');
-    expect(readme).toContain(renderMarkdown(fresh));
+    expect(DOC).toBe(path.join(PACKAGE_ROOT, 'docs', 'measured.md'));
+    expect(readFileSync(DOC, 'utf8')).toContain(renderMarkdown(fresh));
+    expect(readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8')).toContain('](docs/measured.md)');
   }, 900_000);
 
   it('meets the targets: every verifier in its labelled class, exploitable and broken ones rejected, the others passed', () => {

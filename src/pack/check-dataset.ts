@@ -3,7 +3,9 @@ import type { DatasetHealth } from './pack-record.js';
 
 /**
  * Dataset health: problems in the data that make an environment teach the
- * wrong thing even with a sound verifier.
+ * wrong thing even with a sound verifier. This is `pack`'s check, recorded in
+ * gatekept_audit.json (`dataset_health`); `audit --env` has its own, with other
+ * rules and a scored result, in src/env-audit/checks/dataset-health.ts.
  */
 
 export type { DatasetHealth } from './pack-record.js';

@@ -32,7 +32,7 @@ import os from 'node:os';
  * processes pass.
  *
  * Only for the architectures we know the syscall numbers of; elsewhere the
- * sandbox runs without the filter (the README says so).
+ * sandbox runs without the filter (docs/isolation.md says so).
  */
 
 interface Arch {

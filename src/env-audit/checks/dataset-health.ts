@@ -7,6 +7,7 @@ import { clampScore, statusFor, type CheckResult } from '../record.js';
  * Dataset health: duplicate and near-duplicate prompts, answers that do not
  * parse as the inferred type, label skew for multiple choice and booleans,
  * and prompts that already state their answer. A pure function of the rows.
+ * `pack` checks the data it builds with its own rules (src/pack/check-dataset.ts).
  */
 
 export interface HealthRow {
