@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Bench, evaluateTargets, readmeWith, renderMarkdown, runReference, type ScaleRow, type SingleRow } from '../scripts/bench.js';
 import { gate } from '../src/audit/gate.js';
-import type { EvalRequest } from '../src/runtime/python-session.js';
+import type { EvalRequest } from '../src/calls.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';

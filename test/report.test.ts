@@ -21,7 +21,7 @@ import { renderReport, reportFormatFor, REPORT_FILE_NAME, writeReport, type Repo
 import { decisionSentence, envDecisionSentence, type ReportEnvAudit } from '../src/report/report-view.js';
 import { formatScorecard } from '../src/report/scorecard.js';
 import { fold, foldedText, showInline, showShort } from '../src/report/show-text.js';
-import { verifierTraceback } from '../src/report/verifier-traceback.js';
+import { verifierTraceback } from '../src/runtime/verifier-traceback.js';
 import { formatSmokeReport, type SmokeReport } from '../src/smoke/smoke.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';

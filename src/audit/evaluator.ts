@@ -1,6 +1,6 @@
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import { skippedResult, type EvalRequest, type EvalResult, type VerifierSession } from '../runtime/python-session.js';
+import { skippedResult, type EvalRequest, type EvalResult, type VerifierSession } from '../calls.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 import { evaluateShuffled, RescoreSample, type RecheckOutcome } from './rescore.js';
 import { SlowCalls } from './slow-calls.js';

@@ -16,7 +16,9 @@ import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { formatSummary } from '../report/scorecard.js';
-import { openVerifierSession, parseVerifierSpec, type EvalRequest, type VerifierSession } from '../runtime/python-session.js';
+import type { EvalRequest, VerifierSession } from '../calls.js';
+import { openVerifierSession } from '../runtime/python-session.js';
+import { parseVerifierSpec } from '../runtime/verifier-spec.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 

@@ -1,5 +1,5 @@
 import { makeRng } from './answer-values.js';
-import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult, VerifierSession } from '../calls.js';
 import type { WorkerPool } from '../runtime/worker-pool.js';
 
 /**

@@ -1,12 +1,6 @@
-import {
-  openVerifierSession,
-  skippedResult,
-  type EvalRequest,
-  type EvalResult,
-  type SessionOptions,
-  type VerifierInfo,
-  type VerifierSession,
-} from './python-session.js';
+import { skippedResult, type EvalRequest, type EvalResult, type VerifierInfo, type VerifierSession } from '../calls.js';
+import { openVerifierSession } from './python-session.js';
+import type { SessionOptions } from './session-options.js';
 
 /**
  * A pool of verifier sessions sharing one queue. Every evaluation handed to
