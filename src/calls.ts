@@ -83,7 +83,12 @@ export interface VerifierSession {
   close(): Promise<void>;
 }
 
-/** What a call queue shared by several evaluations is also told (see WorkerPool). */
+/**
+ * What a queue shared by several evaluations is also told (see WorkerPool).
+ * There stopOnTimeout stops at the first call that timed out or crashed its
+ * worker, in whichever batch, and cancelled is asked before each batch is
+ * handed out.
+ */
 export interface QueueOptions extends EvaluateOptions {
   /** Told the calls settled so far, of the evaluation's total. */
   onProgress?: (done: number, total: number) => void;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gate } from '../src/audit/gate.js';
+import { gate } from '../src/gate.js';
 import { withoutTiming, type AuditRecord } from '../src/audit/record.js';
 import { GatekeptError } from '../src/errors.js';
 import { gatekeep } from '../src/pack/pack.js';
