@@ -12,14 +12,13 @@ import { noRewardResult, skippedResult, type EvalRequest, type EvalResult, type 
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';
-import { escapeControl, escapeLine } from './escape-control.js';
 import { earlyExit, importTimeout, loadFailure } from './load-failure.js';
 import { describeExit, waitFor, type ExitInfo } from './python-process.js';
 import { probePython } from './resolve-python.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
 import { makeWorkDir } from './stale-dirs.js';
-import { checkedReadyReply, parseReply, protocolError, readReply, readyReplySchema, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
+import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
 import { KILL_WAIT_MS, Worker, workerEnv, type WorkerLaunch } from './worker.js';
 
 /** Slack on top of the call timeout before a silent worker is presumed stuck. */
@@ -336,31 +335,9 @@ class PythonSession implements VerifierSession {
           const line = lines[0]!;
           try {
             if (lines.length > 1) throw protocolError('more than one reply to init', lines[1]!);
-            let parsed: unknown;
-            try {
-              parsed = JSON.parse(line);
-            } catch {
-              parsed = undefined;
-            }
-            const reply = checkedReadyReply(parsed) ?? parseReply(readyReplySchema, line);
-            if (reply.op === 'error') throw protocolError(reply.message, line);
-            if (!reply.ok) {
-              throw loadFailure(
-                { ...reply.error, message: escapeControl(reply.error.message), traceback: escapeControl(reply.error.traceback) },
-                options,
-              );
-            }
-            settle(() =>
-              resolve({
-                params: reply.params,
-                varKwargs: reply.var_kwargs,
-                isAsync: reply.is_async,
-                pythonVersion: reply.python,
-                sourceFile: reply.source_file === null ? null : escapeLine(reply.source_file),
-                sha256: reply.sha256,
-                importMs: reply.import_ms,
-              }),
-            );
+            const ready = readReady(line);
+            if ('failure' in ready) throw loadFailure(ready.failure, options);
+            settle(() => resolve(ready.info));
           } catch (error) {
             settle(() => reject(error));
           }

@@ -1,13 +1,13 @@
 /**
  * The wire format between a session and its worker: requests go out as JSON
  * lines on the worker's fd 3 (RequestWriter), replies come back as JSON lines
- * on its fd 4 (readReply; the first, to init, is read with readyReplySchema).
+ * on its fd 4 (readReply; the first, to init, is read by readReady).
  */
 import * as z from 'zod';
-import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type SideEffectKind } from '../calls.js';
+import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type SideEffectKind, type VerifierInfo } from '../calls.js';
 import { GatekeptError } from '../errors.js';
 import { isRecord, isText } from '../hand-check.js';
-import { escapeLine } from './escape-control.js';
+import { escapeControl, escapeLine } from './escape-control.js';
 import type { LongTextCodec } from './text-codec.js';
 
 const RESULT_STATUSES: ReadonlySet<string> = new Set(['ok', 'raised', 'timeout', 'exit']);
@@ -211,7 +211,7 @@ export function tampered(message: string, line: string): GatekeptError {
  * worker sends one such reply, too few for zod's compiled fast path to pay
  * for compiling it.
  */
-export function parseReply<T>(schema: () => z.ZodType<T>, line: string): T {
+function parseReply<T>(schema: () => z.ZodType<T>, line: string): T {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -225,6 +225,32 @@ export function parseReply<T>(schema: () => z.ZodType<T>, line: string): T {
     throw protocolError(`${where}${issue?.message ?? 'unexpected shape'}`, line);
   }
   return parsed.data;
+}
+
+/** The worker's one reply to init: the verifier it loaded, or why it could not load it. */
+export function readReady(line: string): { info: VerifierInfo } | { failure: LoadError } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    parsed = undefined;
+  }
+  const reply = checkedReadyReply(parsed) ?? parseReply(readyReplySchema, line);
+  if (reply.op === 'error') throw protocolError(reply.message, line);
+  if (!reply.ok) {
+    return { failure: { ...reply.error, message: escapeControl(reply.error.message), traceback: escapeControl(reply.error.traceback) } };
+  }
+  return {
+    info: {
+      params: reply.params,
+      varKwargs: reply.var_kwargs,
+      isAsync: reply.is_async,
+      pythonVersion: reply.python,
+      sourceFile: reply.source_file === null ? null : escapeLine(reply.source_file),
+      sha256: reply.sha256,
+      importMs: reply.import_ms,
+    },
+  };
 }
 
 const WRITE_CHUNK_CHARS = 64 * 1024;
