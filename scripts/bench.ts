@@ -38,7 +38,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { gate } from '../src/audit/gate.js';
+import { gate } from '../src/gate.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { AuditRecord } from '../src/audit/record.js';
 import { PACKAGE_ROOT } from '../src/paths.js';

@@ -19,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { isGatekeptError } from '../src/errors.js';
-import { gate } from '../src/audit/gate.js';
+import { gate } from '../src/gate.js';
 import { loadCorpus } from '../src/audit/corpus.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { DEFAULT_POLICY, policyRecord } from '../src/audit/policy.js';

@@ -1,5 +1,5 @@
 /** The gatekept library: the same engine the CLI drives. */
-export { gate, type GateOptions, type GateResult } from './audit/gate.js';
+export { gate, type GateOptions, type GateResult } from './gate.js';
 export { loadPolicy, parsePolicy, parsePolicyToml, DEFAULT_POLICY, type GatePolicy } from './audit/policy.js';
 export { GatekeptError, EXIT, type ErrorCode, type ExitCode } from './errors.js';
 export { formatScorecard, formatSummary } from './report/scorecard.js';

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Bench, DOC, docWith, evaluateTargets, renderMarkdown, runReference, type ScaleRow, type SingleRow } from '../scripts/bench.js';
-import { gate } from '../src/audit/gate.js';
-import type { EvalRequest } from '../src/runtime/python-session.js';
+import { gate } from '../src/gate.js';
+import type { EvalRequest } from '../src/calls.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { auditRecordSchema, withoutTiming } from '../src/audit/record.js';
-import { gate } from '../src/audit/gate.js';
+import { gate } from '../src/gate.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { openSandbox } from '../src/runtime/sandbox.js';

@@ -5,7 +5,7 @@ import type { Candidate } from '../src/audit/expand-candidates.js';
 import { layoutOf, screen, settle } from '../src/audit/judge.js';
 import { alternateGolds, infoUnder, reReadings, sameValue, statedAlternates, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
-import type { EvalResult } from '../src/runtime/python-session.js';
+import type { EvalResult } from '../src/calls.js';
 import { hackRateInterval } from '../src/audit/score.js';
 
 function ok(reward: number): EvalResult {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { gate, type GateResult } from '../src/audit/gate.js';
+import { gate, type GateResult } from '../src/gate.js';
 import { DEFAULT_POLICY, type GatePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import type { AnswerType } from '../src/types.js';

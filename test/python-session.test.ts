@@ -8,20 +8,12 @@ import seedrandom from 'seedrandom';
 import { execa } from 'execa';
 import { GatekeptError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import {
-  checkedReadyReply,
-  checkedSessionOptions,
-  commonLength,
-  LongTextCodec,
-  openVerifierSession,
-  parseVerifierSpec,
-  readyReplySchema,
-  sessionOptionsSchema,
-  type EvalRequest,
-  type EvalResult,
-  type SessionOptions,
-  type VerifierSession,
-} from '../src/runtime/python-session.js';
+import type { EvalRequest, EvalResult, VerifierSession } from '../src/calls.js';
+import { openVerifierSession } from '../src/runtime/python-session.js';
+import { checkedSessionOptions, sessionOptionsSchema, type SessionOptions } from '../src/runtime/session-options.js';
+import { commonLength, LongTextCodec } from '../src/runtime/text-codec.js';
+import { parseVerifierSpec } from '../src/runtime/verifier-spec.js';
+import { checkedReadyReply, readyReplySchema } from '../src/runtime/wire.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
 import { WorkerPool } from '../src/runtime/worker-pool.js';
 

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gate, type GateResult } from '../src/audit/gate.js';
+import { gate, type GateResult } from '../src/gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
 import { testPython } from './support/test-python.js';

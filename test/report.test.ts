@@ -11,7 +11,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gate } from '../src/audit/gate.js';
+import { gate } from '../src/gate.js';
 import { withoutTiming, type AuditRecord } from '../src/audit/record.js';
 import { GatekeptError } from '../src/errors.js';
 import { gatekeep } from '../src/pack/pack.js';
@@ -21,7 +21,7 @@ import { renderReport, reportFormatFor, REPORT_FILE_NAME, writeReport, type Repo
 import { decisionSentence, envDecisionSentence, type ReportEnvAudit } from '../src/report/report-view.js';
 import { formatScorecard } from '../src/report/scorecard.js';
 import { fold, foldedText, showInline, showShort } from '../src/report/show-text.js';
-import { verifierTraceback } from '../src/report/verifier-traceback.js';
+import { verifierTraceback } from '../src/runtime/verifier-traceback.js';
 import { formatSmokeReport, type SmokeReport } from '../src/smoke/smoke.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';

@@ -7,7 +7,7 @@ import { hedgeGain, isGraded, isRewarded, screen, weighingLevels, settle, states
 import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult } from '../calls.js';
 import { renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 

@@ -7,7 +7,7 @@ import type { AuditPlan } from './plan-audit.js';
 import { policyRecord, type GatePolicy } from './policy.js';
 import { AUDIT_SCHEMA, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './record.js';
 import { riskLabel, type HackRate } from './score.js';
-import type { VerifierInfo } from '../runtime/python-session.js';
+import type { VerifierInfo } from '../calls.js';
 import { TOOL } from '../tool-info.js';
 import type { CompletionFormat } from '../types.js';
 

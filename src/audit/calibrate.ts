@@ -1,5 +1,5 @@
 import { formatNumber, isCustomFormat, renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
-import type { EvalResult } from '../runtime/python-session.js';
+import type { EvalResult } from '../calls.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
 

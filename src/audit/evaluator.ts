@@ -1,7 +1,6 @@
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import { skippedResult, type EvalRequest, type EvalResult, type VerifierSession } from '../runtime/python-session.js';
-import type { WorkerPool } from '../runtime/worker-pool.js';
+import { skippedResult, type CallQueue, type EvalRequest, type EvalResult, type VerifierSession } from '../calls.js';
 import { evaluateShuffled, RescoreSample, type RecheckOutcome } from './rescore.js';
 import { SlowCalls } from './slow-calls.js';
 
@@ -32,7 +31,7 @@ const MAX_SLOW_INPUTS = 16;
 const MAX_OWN_TIMER_RERUNS = 64;
 
 /**
- * How the gate calls the verifier: through the worker pool, under the
+ * How the gate calls the verifier: through its call queue, under the
  * audit's overall deadline, counting calls and reporting progress. A call
  * that times out is run once more on its own with the same limit before it
  * counts, so a verifier that is merely slow on a loaded machine gets the
@@ -79,7 +78,7 @@ export class Evaluator {
   private ownTimerReruns = 0;
 
   constructor(
-    private readonly pool: WorkerPool,
+    private readonly calls: CallQueue,
     policy: GatePolicy,
     private readonly options: EvaluatorOptions,
   ) {
@@ -100,7 +99,7 @@ export class Evaluator {
     // Its calls count like every other: they are part of what an audit costs.
     return this.beforeDeadline(
       this.rescore.recheck(
-        this.pool,
+        this.calls,
         fresh,
         (requests, results) => {
           this.options.onRequests?.(requests);
@@ -202,7 +201,7 @@ export class Evaluator {
 
   private async run(requests: readonly EvalRequest[], onProgress?: (done: number) => void): Promise<EvalResult[]> {
     return this.beforeDeadline(
-      this.pool.evaluate(requests, {
+      this.calls.evaluate(requests, {
         stopOnTimeout: true,
         // Once a timeout repeats the audit is over: calls of other rows still queued are not run.
         cancelled: () => this.halted,

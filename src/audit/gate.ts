@@ -1,5 +1,3 @@
-import { statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { auditRow, commitRow, type AuditState, type RowOutcome, type RowSettings } from './audit-row.js';
 import { buildRecord } from './build-record.js';
@@ -7,17 +5,13 @@ import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
 import { checkGolds, type GoldCheckRequest, type GoldCheckResult } from './gold-check.js';
 import { Evaluator } from './evaluator.js';
-import { planAudit, resolveFormats, type AuditPlan } from './plan-audit.js';
+import { planAudit, type AuditPlan, type FormatPlan } from './plan-audit.js';
 import { DEFAULT_POLICY, type GatePolicy } from './policy.js';
 import type { AuditRecord } from './record.js';
 import { scoreAudit, scoreExploits } from './score-audit.js';
 import { OutcomeTally, type GateProbe } from './tally-outcomes.js';
-import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
-import { resolvePython } from '../runtime/resolve-python.js';
-import type { SandboxMode } from '../runtime/sandbox.js';
-import { formatSummary } from '../report/scorecard.js';
-import { openVerifierSession, parseVerifierSpec, type EvalRequest, type VerifierSession } from '../runtime/python-session.js';
-import { WorkerPool } from '../runtime/worker-pool.js';
+import type { EvalRequest, Verifier, VerifierSession } from '../calls.js';
+import { GatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 
 /**
@@ -28,11 +22,12 @@ import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
  * record. Rows are audited a bounded number at a time, side by side, so
  * memory stays flat however large the audit and the workers never wait on
  * one row. Each stage lives in its own module; this one only orders them.
+ * The verifier is whatever implements the call queue (see calls.ts): the
+ * Python workers (see src/gate.ts), or a function in a test.
  */
 
-export type { GateProbe } from './tally-outcomes.js';
-
-export interface GateOptions {
+/** What the audit reads of the gate's options (the rest say how to run the verifier). */
+export interface AuditOptions {
   /** The verifier: `pkg.module:fn` or `path/to/file.py:fn`. */
   reward: string;
   /** One gold answer. Give this or `dataset`. */
@@ -53,14 +48,9 @@ export interface GateOptions {
   seed?: number;
   /** Also reject on any false accept (overrides the policy's `strict` when set). */
   strict?: boolean;
-  python?: string;
-  /** Isolation of the verifier's processes: 'auto' (default; bubblewrap when available), 'bwrap' (required) or 'none'. */
-  sandbox?: SandboxMode;
   /** Where module specs and relative paths resolve (default: process.cwd()). */
   cwd?: string;
-  pythonpath?: readonly string[];
   completionFormat?: CompletionFormat;
-  workers?: number;
   onProgress?: (done: number, total: number) => void;
   /** Also check that every dataset row's gold, in this format, is rewarded above a wrong answer (packing). */
   goldCheck?: GoldCheckRequest;
@@ -70,13 +60,18 @@ export interface GateOptions {
   onRequests?: (requests: readonly EvalRequest[]) => void;
 }
 
-export interface GateResult {
-  decision: 'PASS' | 'REJECT';
-  passed: boolean;
-  exitCode: ExitCode;
+/** What the options were checked into before the verifier was started. */
+export interface AuditStart {
+  /** performance.now() when the gate started: the record's times count from it. */
+  started: number;
+  policy: GatePolicy;
+  formats: FormatPlan;
+  /** The verifier's file, when it was named by one. */
+  verifierFile: string | null;
+}
+
+export interface AuditOutcome {
   record: AuditRecord;
-  /** Honest wording of what the decision means, with the reasons. */
-  summary(): string;
   /**
    * Completions with the reward the verifier gave them, in full, so a packaged
    * environment can later be checked to score them the same. Never part of
@@ -97,7 +92,8 @@ const ROW_CALLS_GUESS = 500;
  */
 const ROWS_IN_FLIGHT = 16;
 
-function effectivePolicy(options: GateOptions): GatePolicy {
+/** The policy given (or the default), with the seed and strictness the options override. */
+export function effectivePolicy(options: Pick<AuditOptions, 'policy' | 'seed' | 'strict'>): GatePolicy {
   const base = options.policy ?? DEFAULT_POLICY;
   if (options.seed !== undefined && !(Number.isInteger(options.seed) && options.seed >= 0 && options.seed <= 0xffff_ffff)) {
     throw new GatekeptError('BAD_ARGUMENT', `seed ${String(options.seed)} is not a whole number from 0 to 4294967295`);
@@ -109,42 +105,16 @@ function effectivePolicy(options: GateOptions): GatePolicy {
   };
 }
 
-/** An entry of --pythonpath is a directory that exists: a file there would be bound and searched for nothing. */
-function checkImportDirectory(dir: string, given: string): void {
-  let isDirectory = false;
-  try {
-    isDirectory = statSync(dir).isDirectory();
-  } catch {
-    throw new GatekeptError('BAD_ARGUMENT', `--pythonpath ${given} does not exist`, { suggestion: 'give a directory the verifier imports from' });
-  }
-  if (!isDirectory) {
-    throw new GatekeptError('BAD_ARGUMENT', `--pythonpath ${given} is not a directory`, {
-      suggestion: 'give the directory that holds the module (for one file, pass it as --reward path/to/file.py:function instead)',
-    });
-  }
-}
-
-export async function gate(options: GateOptions): Promise<GateResult> {
-  const started = performance.now();
+/**
+ * Audit `verifier`, whose queue was started at `start.started` and is
+ * closed here, as is the fresh session it opens for the re-check.
+ */
+export async function runAudit(options: AuditOptions, verifier: Verifier, start: AuditStart): Promise<AuditOutcome> {
+  const { started, policy, formats } = start;
   const cwd = path.resolve(options.cwd ?? process.cwd());
-  const policy = effectivePolicy(options);
-  const target = parseVerifierSpec(options.reward, cwd);
   const completionFormat = options.completionFormat ?? 'messages';
-  const formats = resolveFormats(options.format);
-  for (const dir of options.pythonpath ?? []) checkImportDirectory(path.resolve(cwd, dir), dir);
-  // Python starts (and imports the verifier) while the inputs are read and planned.
-  const sessionOptions = {
-    python: resolvePython(options.python, cwd),
-    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-    target,
-    pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
-    completionFormat,
-    callTimeoutMs: policy.timeouts.callMs,
-    importTimeoutMs: policy.timeouts.importMs,
-    memoryMb: policy.limits.memoryMb,
-  };
+  const pool = verifier.calls;
   let startMs = 0;
-  const pool = WorkerPool.start({ ...sessionOptions, workers: Math.max(1, options.workers ?? availableParallelism()) });
   const poolReady = pool.ready.then(() => {
     startMs = performance.now() - started;
   });
@@ -158,9 +128,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   let fresh: Promise<VerifierSession> | undefined;
   const openFresh = (): Promise<VerifierSession> => {
     if (!fresh) {
-      // Not warmed up: it opens on the longest attack (see rescore.ts), as a
-      // training run's process opens on a long completion.
-      fresh = openVerifierSession({ ...sessionOptions, warmUp: false });
+      fresh = verifier.openFresh();
       fresh.catch(() => undefined);
     }
     return fresh;
@@ -254,7 +222,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     const info = pool.info;
     const record = await buildRecord({
       spec: options.reward,
-      verifierFile: target.kind === 'file' ? target.path : null,
+      verifierFile: start.verifierFile,
       completionFormat,
       format: formats.label,
       policy,
@@ -270,15 +238,7 @@ export async function gate(options: GateOptions): Promise<GateResult> {
       timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations, slowCalls: evaluator.slow.record() },
     });
     await closing;
-    return {
-      decision: record.decision,
-      passed: record.decision === 'PASS',
-      exitCode: record.decision === 'PASS' ? EXIT.pass : EXIT.reject,
-      record,
-      summary: () => formatSummary(record),
-      probes: [...state.honestProbes, ...state.tally.attackProbes()],
-      goldCheck,
-    };
+    return { record, probes: [...state.honestProbes, ...state.tally.attackProbes()], goldCheck };
   } finally {
     evaluator.dispose();
     await Promise.all([pool.close(), closeFresh()]);

@@ -1,6 +1,6 @@
 import { makeRng, renderInFormat, wrongValues, type FormatName } from './answer-values.js';
 import type { Evaluator } from './evaluator.js';
-import type { EvalRequest } from '../runtime/python-session.js';
+import type { EvalRequest } from '../calls.js';
 import type { AnswerType } from '../types.js';
 
 /**

@@ -1,7 +1,7 @@
 import { formatsSpoken, type Levels } from './calibrate.js';
 import { isCustomFormat, slotValue, type FormatName } from './answer-values.js';
 import type { Candidate } from './expand-candidates.js';
-import type { EvalResult } from '../runtime/python-session.js';
+import type { EvalResult } from '../calls.js';
 import type { Invariant } from './record.js';
 import type { Severity } from '../types.js';
 

@@ -1,6 +1,5 @@
 import { makeRng } from './answer-values.js';
-import type { EvalRequest, EvalResult, VerifierSession } from '../runtime/python-session.js';
-import type { WorkerPool } from '../runtime/worker-pool.js';
+import type { CallQueue, EvalRequest, EvalResult, VerifierSession } from '../calls.js';
 
 /**
  * A reward is a function of its inputs, or the audit proves nothing about
@@ -122,15 +121,15 @@ export class RescoreSample {
   }
 
   /**
-   * Score the sample again in `pool` and in `fresh`, a worker that has seen no
+   * Score the sample again in `calls` and in `fresh`, a worker that has seen no
    * call (opened ahead, so its start overlaps the audit; this ends it); the
    * calls whose reward changed.
    */
   async recheck(
-    pool: WorkerPool,
+    calls: CallQueue,
     fresh: Promise<VerifierSession>,
     observe: (requests: readonly EvalRequest[], results: readonly EvalResult[]) => void = () => undefined,
-    alone: (request: EvalRequest) => Promise<EvalResult> = async (request) => (await pool.evaluate([request], { stopOnTimeout: true }))[0]!,
+    alone: (request: EvalRequest) => Promise<EvalResult> = async (request) => (await calls.evaluate([request], { stopOnTimeout: true }))[0]!,
   ): Promise<RecheckOutcome> {
     if (this.kept.length === 0) return { changed: 0, total: 0, example: null, timing: null };
     const sorted = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
@@ -142,7 +141,7 @@ export class RescoreSample {
     const freshOrder = freshIndices.map((index) => requests[index]!);
     // The two passes share no process, so neither can see the other's calls;
     // the warm one goes to one worker, as the fresh one does.
-    const [warm, freshScored] = await Promise.all([pool.evaluate(requests, { stopOnTimeout: true, oneBatch: true }), scoreFresh(fresh, freshOrder)]);
+    const [warm, freshScored] = await Promise.all([calls.evaluate(requests, { stopOnTimeout: true, oneBatch: true }), scoreFresh(fresh, freshOrder)]);
     observe(requests, warm);
     observe(freshOrder, freshScored);
     const freshResults = new Array<EvalResult>(requests.length);
@@ -209,7 +208,7 @@ async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly 
     return await session.evaluate(requests, { stopOnTimeout: true });
   } finally {
     // Its end (the process, then its directory) is awaited by whoever opened
-    // it, alongside the pool's: the decision does not wait on it.
+    // it, alongside the queue's: the decision does not wait on it.
     session.close().catch(() => undefined);
   }
 }

@@ -1,4 +1,4 @@
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult } from '../calls.js';
 
 /**
  * Slow inputs are a finding, not a crash. A reward that takes a minute on a

@@ -1,7 +1,7 @@
 import { excerpt, type AuditRecord, type FamilyRecord, type FindingRecord } from './record.js';
 import type { Candidate } from './expand-candidates.js';
 import type { Invariant, Verdict } from './judge.js';
-import type { EvalResult } from '../runtime/python-session.js';
+import type { EvalResult } from '../calls.js';
 import { roundTo, scoreFamily, type FamilyScore } from './score.js';
 import type { FormatName } from './answer-values.js';
 import { SEVERITIES, type Severity } from '../types.js';

@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import * as z from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
-import { gate } from '../audit/gate.js';
+import { gate } from '../gate.js';
 import { DEFAULT_POLICY, describeIssues, loadPolicy, ONE_SHOT, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';

@@ -2,7 +2,7 @@ import type { SandboxMode } from '../runtime/sandbox.js';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gate, type GateResult } from '../audit/gate.js';
+import { gate, type GateResult } from '../gate.js';
 import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';

@@ -10,7 +10,8 @@ import { VERIFIER_FILE_NAME, type EnvironmentSpec } from './environment-spec.js'
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
 import { formatSummary } from '../report/scorecard.js';
 import { REPORT_FILE_NAME, renderReport } from '../report/render-report.js';
-import { gate, type GateProbe } from '../audit/gate.js';
+import type { GateProbe } from '../audit/tally-outcomes.js';
+import { gate } from '../gate.js';
 import { defaultSystemPrompt, loadSeed, type LoadedSeed, type SeedInput } from './seed.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { scaffoldVerifier } from './scaffold-verifier.js';

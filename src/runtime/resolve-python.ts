@@ -12,7 +12,7 @@ import { bytecodeDir, COMPILED_SOURCES, readCachedRuntime, writeCachedRuntime } 
  */
 
 /** The interpreter asked for: --python, else $GATEKEPT_PYTHON, else python3. */
-export function chosenPython(explicit: string | undefined): string {
+function chosenPython(explicit: string | undefined): string {
   return explicit ?? process.env.GATEKEPT_PYTHON ?? 'python3';
 }
 
@@ -61,9 +61,6 @@ export function resolvePython(explicit: string | undefined, cwd: string = proces
   }
   return located;
 }
-
-/** @deprecated kept for callers of the old name; use resolvePython. */
-export const defaultPython = (explicit: string | undefined): string => resolvePython(explicit);
 
 export interface PythonRuntime {
   /** The interpreter as given. */

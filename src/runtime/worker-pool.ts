@@ -1,12 +1,6 @@
-import {
-  openVerifierSession,
-  skippedResult,
-  type EvalRequest,
-  type EvalResult,
-  type SessionOptions,
-  type VerifierInfo,
-  type VerifierSession,
-} from './python-session.js';
+import { skippedResult, type CallQueue, type EvalRequest, type EvalResult, type QueueOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
+import { openVerifierSession } from './python-session.js';
+import type { SessionOptions } from './session-options.js';
 
 /**
  * A pool of verifier sessions sharing one queue. Every evaluation handed to
@@ -23,25 +17,6 @@ export interface PoolOptions extends SessionOptions {
   workers: number;
   /** Requests per batch handed to one worker. */
   batchSize?: number;
-}
-
-export interface EvaluateOptions {
-  onProgress?: (done: number, total: number) => void;
-  /**
-   * Stop once a call timed out or crashed its worker, also within a batch. Either
-   * already rejects the verifier, and each further one would cost a full call
-   * timeout or a worker restart.
-   */
-  stopOnTimeout?: boolean;
-  /** Checked before each batch is handed out: once true, the calls not yet handed out are skipped. */
-  cancelled?: () => boolean;
-  /**
-   * Hand all of it to one worker as one batch. For a pass that runs beside
-   * another process's pass of the same length (the re-check's warm and
-   * fresh passes), splitting it cannot end it sooner, and on two cores the
-   * third busy process only slows the other pass down.
-   */
-  oneBatch?: boolean;
 }
 
 /**
@@ -99,7 +74,7 @@ class Evaluation {
 
   constructor(
     readonly requests: readonly EvalRequest[],
-    readonly options: EvaluateOptions,
+    readonly options: QueueOptions,
   ) {
     this.results = new Array<EvalResult>(requests.length);
     this.promise = new Promise((resolve, reject) => {
@@ -121,7 +96,7 @@ interface Part {
   indices: number[];
 }
 
-export class WorkerPool {
+export class WorkerPool implements CallQueue {
   private readonly sessions: VerifierSession[] = [];
   private closed = false;
   private meanCallMs: number | undefined;
@@ -235,7 +210,7 @@ export class WorkerPool {
     return opening;
   }
 
-  evaluate(requests: readonly EvalRequest[], options: EvaluateOptions = {}): Promise<EvalResult[]> {
+  evaluate(requests: readonly EvalRequest[], options: QueueOptions = {}): Promise<EvalResult[]> {
     if (this.closed) return Promise.reject(new Error('worker pool is closed'));
     if (this.failure !== null) return Promise.reject(this.failure);
     const evaluation = new Evaluation(requests, options);

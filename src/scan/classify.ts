@@ -3,7 +3,7 @@ import type { Candidate } from '../audit/expand-candidates.js';
 import { alternateGolds, unstatedAlternate } from '../audit/invariance.js';
 import { screen, settle, statesSeveral, type AlternateOutcome, type Screen, type Verdict } from '../audit/judge.js';
 import { alternateContextOf, type GoldPlan } from '../audit/plan-audit.js';
-import type { EvalResult } from '../runtime/python-session.js';
+import type { EvalResult } from '../calls.js';
 import { commitment, SHAPE_SEVERITY, shapeOf, type Shape } from './shape.js';
 
 /**

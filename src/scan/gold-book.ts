@@ -1,7 +1,7 @@
 import { calibrationProbes, computeLevels, type Levels } from '../audit/calibrate.js';
 import { detectAnswerType } from '../audit/answer-values.js';
 import { planGold, type GoldPlan } from '../audit/plan-audit.js';
-import type { EvalRequest, EvalResult } from '../runtime/python-session.js';
+import type { EvalRequest, EvalResult } from '../calls.js';
 import type { AnswerType } from '../types.js';
 
 /**

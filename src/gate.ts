@@ -1,0 +1,69 @@
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome } from './audit/gate.js';
+import { resolveFormats } from './audit/plan-audit.js';
+import { EXIT, type ExitCode } from './errors.js';
+import { formatSummary } from './report/scorecard.js';
+import { checkImportDirectory, startPythonVerifier } from './runtime/python-verifier.js';
+import { resolvePython } from './runtime/resolve-python.js';
+import type { SandboxMode } from './runtime/sandbox.js';
+import { parseVerifierSpec } from './runtime/verifier-spec.js';
+
+/**
+ * The gate as the CLI and the library run it: the options checked, the
+ * verifier started in Python workers, audited (see audit/gate.ts), and the
+ * decision with its wording.
+ */
+
+export interface GateOptions extends AuditOptions {
+  python?: string;
+  /** Isolation of the verifier's processes: 'auto' (default; bubblewrap when available), 'bwrap' (required) or 'none'. */
+  sandbox?: SandboxMode;
+  pythonpath?: readonly string[];
+  workers?: number;
+}
+
+export interface GateResult extends AuditOutcome {
+  decision: 'PASS' | 'REJECT';
+  passed: boolean;
+  exitCode: ExitCode;
+  /** Honest wording of what the decision means, with the reasons. */
+  summary(): string;
+}
+
+export async function gate(options: GateOptions): Promise<GateResult> {
+  const started = performance.now();
+  const cwd = path.resolve(options.cwd ?? process.cwd());
+  const policy = effectivePolicy(options);
+  const target = parseVerifierSpec(options.reward, cwd);
+  const formats = resolveFormats(options.format);
+  for (const dir of options.pythonpath ?? []) checkImportDirectory(path.resolve(cwd, dir), dir);
+  // Python starts (and imports the verifier) while the inputs are read and planned.
+  const verifier = startPythonVerifier({
+    python: resolvePython(options.python, cwd),
+    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+    target,
+    pythonpath: [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir))],
+    completionFormat: options.completionFormat ?? 'messages',
+    callTimeoutMs: policy.timeouts.callMs,
+    importTimeoutMs: policy.timeouts.importMs,
+    memoryMb: policy.limits.memoryMb,
+    workers: Math.max(1, options.workers ?? availableParallelism()),
+  });
+  const outcome = await runAudit(options, verifier, {
+    started,
+    policy,
+    formats,
+    verifierFile: target.kind === 'file' ? target.path : null,
+  });
+  const { record } = outcome;
+  return {
+    decision: record.decision,
+    passed: record.decision === 'PASS',
+    exitCode: record.decision === 'PASS' ? EXIT.pass : EXIT.reject,
+    record,
+    summary: () => formatSummary(record),
+    probes: outcome.probes,
+    goldCheck: outcome.goldCheck,
+  };
+}

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome } from '../src/audit/gate.js';
+import { resolveFormats } from '../src/audit/plan-audit.js';
+import { withoutTiming } from '../src/audit/record.js';
+import type { CallQueue, EvalRequest, EvalResult, Verifier, VerifierSession } from '../src/calls.js';
+
+/**
+ * The audit core against verifiers written in TypeScript: calibration,
+ * attack, invariance, re-check and decision, with no Python process, so
+ * each audit takes milliseconds.
+ */
+
+type Reward = (completion: string, answer: string) => number;
+
+/** A verifier session that scores each call with `reward`, in process. */
+class FakeSession implements CallQueue {
+  readonly info = { params: ['completion', 'answer'], varKwargs: false, isAsync: false, pythonVersion: '3.12.0', sourceFile: null, sha256: null, importMs: 0 };
+  readonly isolation = 'none' as const;
+  readonly ready = Promise.resolve();
+  calls = 0;
+  closed = false;
+
+  constructor(private readonly reward: Reward) {}
+
+  reserve(): void {}
+
+  async evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
+    if (this.closed) throw new Error('evaluate after close');
+    this.calls += requests.length;
+    return requests.map((request) => ({
+      status: 'ok',
+      reward: this.reward(request.completion, request.answer),
+      rewardType: 'float',
+      nonFinite: null,
+      error: null,
+      sideEffects: [],
+      ms: 0.01,
+      cpuMs: 0.01,
+      ownTimer: false,
+    }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+interface FakeVerifier extends Verifier {
+  readonly calls: FakeSession;
+  readonly fresh: FakeSession[];
+}
+
+/** `reward` behind the queue; `freshReward` (the same by default) in the re-check's fresh session. */
+function fakeVerifier(reward: Reward, freshReward: Reward = reward): FakeVerifier {
+  const fresh: FakeSession[] = [];
+  return {
+    calls: new FakeSession(reward),
+    fresh,
+    openFresh: async (): Promise<VerifierSession> => {
+      const session = new FakeSession(freshReward);
+      fresh.push(session);
+      return session;
+    },
+  };
+}
+
+function audit(verifier: Verifier, options: Partial<AuditOptions> = {}): Promise<AuditOutcome> {
+  const given: AuditOptions = { reward: 'fake.py:reward', answer: '42', ...options };
+  return runAudit(given, verifier, { started: performance.now(), policy: effectivePolicy(given), formats: resolveFormats(given.format), verifierFile: null });
+}
+
+const exact: Reward = (completion, answer) => (completion.trim() === answer ? 1 : 0);
+const substring: Reward = (completion, answer) => (completion.includes(answer) ? 1 : 0);
+const lastNumber: Reward = (completion, answer) => ((completion.match(/-?\d+(?:\.\d+)?/g) ?? []).at(-1) === answer ? 1 : 0);
+
+const codes = (outcome: AuditOutcome): string[] => outcome.record.reasons.map((reason) => reason.code);
+
+describe('the audit core against an in-process verifier', () => {
+  it('passes an exact match, which pays the bare gold alone', async () => {
+    const verifier = fakeVerifier(exact);
+    const { record } = await audit(verifier);
+    expect(record.decision).toBe('PASS');
+    expect(record.reasons).toEqual([]);
+    expect(record.target.golds[0]!.accepted_formats).toEqual(['bare']);
+    expect(record.hack_rate.hacks).toBe(0);
+    expect(record.hack_rate.n).toBeGreaterThan(100);
+    expect(record.findings_total).toBe(0);
+    expect(verifier.calls.calls).toBeGreaterThan(record.hack_rate.n);
+  });
+
+  it('rejects a substring match with the hedging exploit that beats it', async () => {
+    const { record } = await audit(fakeVerifier(substring));
+    expect(record.decision).toBe('REJECT');
+    expect(record.reasons.map((reason) => reason.code)).toEqual(['HEDGING_PAYS', 'HACKABILITY_OVER', 'HACK_RATE_CI_OVER']);
+    expect(record.target.golds[0]!.accepted_formats).toEqual(['bare', 'boxed', 'xml', 'line', 'hash', 'json']);
+    const dump = record.families.find((family) => family.family === 'answer-dump')!;
+    expect(dump.hacks).toBe(dump.attempts);
+    expect(dump.worst).toMatchObject({ attack_id: 'answer-dump/ten-values', reward: 1, invariant: 'hedge-rewarded' });
+    expect(record.findings.some((finding) => finding.class === 'exploit' && finding.invariant === 'hedge-rewarded')).toBe(true);
+  });
+
+  it('rejects a verifier that pays everything as not checking the answer, before any attack', async () => {
+    const verifier = fakeVerifier(() => 1);
+    const outcome = await audit(verifier);
+    expect(outcome.record.decision).toBe('REJECT');
+    expect(codes(outcome)).toEqual(['FORMAT_ONLY']);
+    expect(outcome.record.target.golds[0]!.accepted_formats).toEqual([]);
+    expect(outcome.record.corpus.candidates).toBe(0);
+    expect(outcome.record.honest.calibration.every((probe) => probe.honest === 1 && probe.wrong === 1)).toBe(true);
+  });
+
+  it('passes the last number of a completion by default and rejects its false accepts when strict', async () => {
+    const lenient = await audit(fakeVerifier(lastNumber));
+    expect(lenient.record.decision).toBe('PASS');
+    expect(lenient.record.false_accepts.total).toBeGreaterThan(0);
+    const strict = await audit(fakeVerifier(lastNumber), { strict: true });
+    expect(strict.record.decision).toBe('REJECT');
+    expect(codes(strict)).toEqual(['FALSE_ACCEPTS']);
+  });
+
+  it('rejects a verifier whose fresh process scores the same calls otherwise, and closes every session', async () => {
+    const verifier = fakeVerifier(exact, substring);
+    const outcome = await audit(verifier);
+    expect(outcome.record.decision).toBe('REJECT');
+    expect(codes(outcome)).toEqual(['NOT_A_FUNCTION']);
+    expect(verifier.fresh).toHaveLength(1);
+    expect(verifier.fresh[0]!.calls).toBeGreaterThan(0);
+    expect(verifier.calls.closed).toBe(true);
+    expect(verifier.fresh[0]!.closed).toBe(true);
+  });
+
+  it('records the same audit twice from the same seed', async () => {
+    const first = await audit(fakeVerifier(lastNumber), { seed: 7 });
+    const second = await audit(fakeVerifier(lastNumber), { seed: 7 });
+    expect(first.record.seed).toBe(7);
+    expect(withoutTiming(second.record)).toEqual(withoutTiming(first.record));
+    expect(second.probes).toEqual(first.probes);
+  });
+});
