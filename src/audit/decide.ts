@@ -18,7 +18,7 @@ export interface DecisionInput {
   /** Calibration failures, one per audited gold that could not be calibrated. */
   broken: readonly { row: number; answer: string; reason: BrokenReason }[];
   /**
-   * Exploits whose completion does not contain the gold and was paid under
+   * Exploits whose completion is written the same whatever the gold and was paid under
    * it and under another gold (the first one's completion and golds): one
    * rejects, whatever the rates.
    */
@@ -142,8 +142,8 @@ export function decide(input: DecisionInput): Decision {
   if (input.hackRate.n === 0 && input.broken.length === 0) {
     reasons.push({ code: 'NOTHING_AUDITED', message: 'no attack candidate could be judged, so nothing supports a PASS' });
   }
-  // The rates weigh how much of the attack surface pays. A completion that
-  // does not contain the gold, paid under it and under another gold, pays
+  // The rates weigh how much of the attack surface pays. A completion written
+  // the same whatever the gold, paid under it and under another gold, pays
   // whatever the answer is: one such reply gives a policy that never knows
   // the answer the reward, so it rejects however rare it was among the attacks.
   const ignored = input.answerIgnored;
@@ -152,7 +152,7 @@ export function decide(input: DecisionInput): Decision {
     const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
     reasons.push({
       code: 'ANSWER_IGNORED',
-      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, which does not contain the gold, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
+      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, written the same whatever the gold, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
     });
   }
   const hedging = input.hedgingPays;

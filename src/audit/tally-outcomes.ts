@@ -74,7 +74,7 @@ export class OutcomeTally {
   private readonly falseAcceptExamples: FindingRecord[] = [];
   private readonly equivalentExamples: FindingRecord[] = [];
   /**
-   * The first exploit whose completion does not contain the gold and was
+   * The first exploit whose completion is written the same whatever the gold and was
    * paid under it and under another gold (invariant answer-ignored), and how
    * many there were: such a completion pays a policy that never knows the
    * answer.

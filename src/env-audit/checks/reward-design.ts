@@ -83,7 +83,8 @@ export function checkRewardDesign(
 ): CheckResult {
   if (total === null) {
     // Could not audit is not gameable: no verdict, and no weight in the score.
-    return notRun('reward_design', `could not audit: ${skipped ?? 'no reward could be scored'}`, {
+    const why = (skipped ?? 'no reward could be scored').replace(/^could not audit: /, '');
+    return notRun('reward_design', `could not audit: ${why}`, {
       audited: false,
       reason: skipped,
       not_audited: entries.filter((entry) => entry.status === 'NOT_AUDITED').map(({ name, reason }) => ({ name, reason })),
