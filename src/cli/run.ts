@@ -269,9 +269,30 @@ export async function run(argv: readonly string[], io: Io = defaultIo): Promise<
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version are not errors; usage mistakes are bad input.
-      return error.exitCode === 0 ? EXIT.pass : EXIT.badInput;
+      if (error.exitCode === 0) return EXIT.pass;
+      if (wantsJson(argv)) io.stdout(errorJson('BAD_ARGUMENT', error.message.replace(/^error: /, ''), [], undefined, EXIT.badInput));
+      return EXIT.badInput;
     }
     io.stderr(`${formatError(error)}\n`);
-    return exitCodeFor(error);
+    const exitCode = exitCodeFor(error);
+    if (wantsJson(argv)) {
+      const known = error instanceof GatekeptError ? error : null;
+      io.stdout(errorJson(known?.code ?? 'INTERNAL', error instanceof Error ? error.message : String(error), known?.details ?? [], known?.suggestion, exitCode));
+    }
+    return exitCode;
   }
+}
+
+/** Whether the command line asked for JSON on stdout (before any `--`). */
+function wantsJson(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * A run asked for JSON that ends in an error still prints JSON, so a script
+ * reading stdout gets the reason (and the exit code) rather than nothing.
+ */
+function errorJson(code: string, message: string, details: readonly string[], suggestion: string | undefined, exitCode: ExitCode): string {
+  return `${JSON.stringify({ schema: 'gatekept.error/v1', exit_code: exitCode, error: { code, message, details, ...(suggestion ? { suggestion } : {}) } }, null, 2)}\n`;
 }
