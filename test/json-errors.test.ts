@@ -9,7 +9,15 @@ import type { Io } from '../src/cli/io.js';
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const io: Io = { stdout: (text) => void (stdout += text), stderr: (text) => void (stderr += text), stderrIsTty: false };
+  const io: Io = {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    stderrIsTty: false,
+  };
   const code = await run(argv, io);
   return { code, stdout, stderr };
 }
