@@ -162,6 +162,13 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
     expect(run.exitCode, run.stderr).toBe(1);
   });
 
+  it('a verifier that points its reply descriptor at /dev/null ends the gate as could not audit (exit 3), never a hang or a verdict', async () => {
+    const run = await gate('silence_replies');
+    expect(run.exitCode, run.stderr).toBe(3);
+    expect(run.stderr).toMatch(/ended its process or closed or replaced its descriptors/);
+    expect(run.stdout).not.toMatch(/"decision"/);
+  });
+
   it('a ready message forged at import reaches neither the record nor the terminal', async () => {
     const run = await gate('forged_ready');
     const esc = String.fromCharCode(27);

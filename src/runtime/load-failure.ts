@@ -99,8 +99,18 @@ export function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOpt
       suggestion: 'install Python 3.10 or newer, or pass its path with --python',
     });
   }
-  return new GatekeptError('HARNESS_FAILED', `the Python worker ${describeExit(info)} before it was ready`, {
-    details,
-    suggestion: `check that '${options.python}' runs as a Python 3.10 or newer interpreter`,
-  });
+  // A clean exit with nothing said is how the worker ends when its request
+  // pipe closes: the verifier's import or warm-up call ended the process or
+  // pointed its descriptors elsewhere (os._exit, dup2 over them).
+  const silent = info.code === 0 && stderr.trim() === '';
+  return new GatekeptError(
+    'HARNESS_FAILED',
+    `could not audit: the Python worker ${describeExit(info)} before it was ready${silent ? ', with nothing on stderr: the verifier, while it was imported or warmed up, ended its process or closed or replaced its descriptors' : ''}`,
+    {
+      details,
+      suggestion: silent
+        ? `check what the verifier does at import and on its first call (os._exit, sys.exit in a thread, os.dup2/os.close on descriptors it did not open); if it does none of that, check that '${options.python}' runs as a Python 3.10 or newer interpreter`
+        : `check that '${options.python}' runs as a Python 3.10 or newer interpreter`,
+    },
+  );
 }
