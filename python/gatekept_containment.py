@@ -5,7 +5,6 @@ standard streams."""
 
 import os
 import signal
-import stat
 import sys
 
 from gatekept_output import _STDERR, _STDOUT, _install_writers
@@ -18,14 +17,12 @@ from gatekept_state import (
     _getpid,
     _kill,
     _listdir,
-    _lstat,
     _P_ALL,
     _path_join,
     _record,
-    _rmtree,
+    _remove,
     _safe_repr,
     _safe_str,
-    _unlink,
     _WAIT_ANY,
     _waitid,
     _waitpid,
@@ -54,14 +51,7 @@ def _diff_workdir():
     current = set(names)
     for name in sorted(current - S.file_baseline):
         _record("file_created", name)
-        full = _path_join(S.workdir_real, name)
-        try:
-            if stat.S_ISDIR(_lstat(full).st_mode):
-                _rmtree(full, ignore_errors=True)
-            else:
-                _unlink(full)
-        except OSError:
-            pass
+        _remove(_path_join(S.workdir_real, name))
     S.file_baseline = frozenset(current & S.file_baseline)
 
 

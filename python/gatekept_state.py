@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import time
 import traceback
 
@@ -188,6 +189,19 @@ def _write_all(fd, data):
     while view:
         written = _os_write(fd, view)
         view = view[written:]
+
+
+def _remove(path):
+    """Remove what is at `path`: a directory with everything in it (shutil's
+    removal works by descriptor on Linux: a link swapped in while it runs is
+    removed, not followed), anything else itself, a link included."""
+    try:
+        if stat.S_ISDIR(_lstat(path).st_mode):
+            _rmtree(path, ignore_errors=True)
+        else:
+            _unlink(path)
+    except OSError:
+        pass
 
 
 def _in_child():

@@ -15,7 +15,6 @@ as it happened.
 
 import os
 import signal
-import stat
 import sys
 import time
 
@@ -32,15 +31,13 @@ from gatekept_state import (
     _getppid,
     _kill,
     _listdir,
-    _lstat,
     _os_read,
     _os_write,
     _path_join,
     _perf_counter,
     _real_exit,
-    _rmtree,
+    _remove,
     _signal,
-    _unlink,
     _waitpid,
     _WNOHANG,
     _write_all,
@@ -304,16 +301,7 @@ class _Supervisor(object):
         # A new directory is removed with everything in it, and named once.
         planted = sorted(name for name in added if not any(name.startswith(other + "/") for other in added))
         for name in planted:
-            full = _path_join(self.home, name)
-            try:
-                if stat.S_ISDIR(_lstat(full).st_mode):
-                    # shutil's removal works by descriptor on Linux: a link
-                    # swapped in while it runs is removed, not followed.
-                    _rmtree(full, ignore_errors=True)
-                else:
-                    _unlink(full)
-            except OSError:
-                pass
+            _remove(_path_join(self.home, name))
         return {
             "op": "files",
             "created": planted[:HOME_ENTRIES_NAMED],
