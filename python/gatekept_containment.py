@@ -30,7 +30,7 @@ from gatekept_state import (
 )
 
 OUTPUT_REPORT_BYTES = 64 * 1024
-# A sweep of every process in the sandbox, at least this often (see _sweep_due).
+# The most calls between two sweeps of every process in the sandbox (see _sweep_due).
 STRAY_SWEEP_CALLS = 32
 
 

@@ -116,6 +116,7 @@ S.forks = 0
 S.popen_pending = False
 # The trusted supervisor this worker was forked from (see _Supervisor).
 S.supervisor_pid = None
+# Calls since the last sweep of every process in the sandbox (see _sweep_due).
 S.calls_since_sweep = 0
 # Children alive when the verifier's set-up (import and warm-up) ended: its
 # own long-lived helpers (see _helper_roots).
