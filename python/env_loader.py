@@ -821,99 +821,37 @@ def inspect_env(spec):
     }
 
 
-def _limit_memory(megabytes):
-    if megabytes <= 0:
-        return
-    try:
-        import resource
-
-        limit = megabytes * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
 # The result goes back on this descriptor, a pipe gatekept reads: never a
 # file in a directory the environment's code could write (a FIFO there would
 # block the reader, a link would point it at a host file).
 RESULT_FD = 4
 
 
-def _close_inherited():
-    """Descriptors the caller's shell left open reach every child: only the
-    standard streams and the result pipe stay before the environment's code
-    runs."""
-    try:
-        os.closerange(0 + 3, RESULT_FD)
-        os.closerange(RESULT_FD + 1, os.sysconf("SC_OPEN_MAX"))
-    except (OSError, ValueError):
-        pass
-
-
-def _adopt_descendants():
-    """Become the subreaper of what the environment starts: a daemon that
-    double-forks at import is re-parented here, not to init, so the sweep
-    below finds it even without the sandbox's PID namespace."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError, ImportError):
-        pass
-
-
-def _descendants(root):
-    found = []
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            tasks = os.listdir("/proc/%d/task" % pid)
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open("/proc/%d/task/%s/children" % (pid, task), "rb") as handle:
-                    children = [int(child) for child in handle.read().split()]
-            except (OSError, ValueError):
-                continue
-            found.extend(children)
-            stack.extend(children)
-    return found
-
-
-def _sweep_descendants():
-    """Nothing the environment started outlives the loader."""
-    import signal
-
-    for _round in range(5):
-        pids = _descendants(os.getpid())
-        if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        while True:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
-
-
 def main(argv):
     if len(argv) not in (2, 3) or argv[0] != "inspect":
         sys.stderr.write("usage: env_loader.py inspect SPEC [MEMORY_MB]  (result on fd 4)\n")
         return 2
-    _close_inherited()
+    import resource
+
+    # Beside this script; imported here, not at the top, as the gate's shim
+    # imports this module from a copy of it alone.
+    from gatekept_process import PR_SET_CHILD_SUBREAPER, close_inherited, prctl, set_limit, sweep_descendants
+
+    # Descriptors the caller's shell left open reach every child: only the
+    # standard streams and the result pipe stay before the environment's code runs.
+    close_inherited(RESULT_FD)
     result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
     os.close(RESULT_FD)
-    _limit_memory(int(argv[2]) if len(argv) == 3 else 0)
-    _adopt_descendants()
+    memory_mb = int(argv[2]) if len(argv) == 3 else 0
+    if memory_mb > 0:
+        set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    # The subreaper of what the environment starts: a daemon that double-forks
+    # at import is re-parented here, not to init, so the sweep below finds it
+    # even without the sandbox's PID namespace.
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
     result = inspect_env(argv[1])
-    _sweep_descendants()
+    # Nothing the environment started outlives the loader.
+    sweep_descendants()
     result_pipe.write(json.dumps(result, default=str) + "\n")
     result_pipe.close()
     return 0

@@ -13,13 +13,15 @@
 
 Messages to gatekept are single lines `GATEKEPT_SMOKE <json>` on the original
 stdout; everything the package prints is sent to stderr so it can never be
-mistaken for one. Only the standard library is imported at module level, so
-a missing openenv, uvicorn or verifiers is reported by name instead of as a
-traceback.
+mistaken for one. Only the standard library (and gatekept_process.py beside
+this script) is imported at module level, so a missing openenv, uvicorn or
+verifiers is reported by name instead of as a traceback.
 """
 import json
 import os
 import sys
+
+from gatekept_process import close_inherited, set_limit
 
 PREFIX = "GATEKEPT_SMOKE "
 MISSING_EXIT = 4
@@ -43,10 +45,7 @@ def _open_protocol():
     global _protocol
     # Descriptors the caller's shell left open reach every child: none but
     # the standard streams stays before the package's code runs.
-    try:
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    except (OSError, ValueError):
-        pass
+    close_inherited()
     fd = os.dup(1)
     _protocol = os.fdopen(fd, "w", encoding="utf-8", buffering=1)
     sys.stdout.flush()
@@ -93,28 +92,17 @@ def require_python(minimum):
         sys.exit(TOO_OLD_EXIT)
 
 
-def _set_limit(kind, value):
-    import resource
-
-    try:
-        _soft, hard = resource.getrlimit(kind)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(kind, (value, hard))
-    except (ValueError, OSError):
-        pass
-
-
 def apply_limits(memory_mb, cpu_s):
     import resource
 
+    # Soft limits only: the hard limits stay as they were.
     if memory_mb > 0:
-        _set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+        set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024, hard=False)
     if cpu_s > 0:
-        _set_limit(resource.RLIMIT_CPU, cpu_s)
-    _set_limit(resource.RLIMIT_CORE, 0)
-    _set_limit(resource.RLIMIT_FSIZE, 256 * 1024 * 1024)
-    _set_limit(resource.RLIMIT_NOFILE, 1024)
+        set_limit(resource.RLIMIT_CPU, cpu_s, hard=False)
+    set_limit(resource.RLIMIT_CORE, 0, hard=False)
+    set_limit(resource.RLIMIT_FSIZE, 256 * 1024 * 1024, hard=False)
+    set_limit(resource.RLIMIT_NOFILE, 1024, hard=False)
 
 
 def option(args, name, default):

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { COMPILED_SOURCES } from '../src/runtime/runtime-cache.js';
 import { openSandbox } from '../src/runtime/sandbox.js';
 
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
@@ -65,7 +66,7 @@ it('probes an interpreter once across runs, again when it changed, and runs the 
   const first = await starts();
   const compiled = await readdir(path.join(scratch, 'cache', 'gatekept', 'bytecode'));
   expect(compiled).toHaveLength(1);
-  expect((await readdir(path.join(scratch, 'cache', 'gatekept', 'bytecode', compiled[0]!))).sort()).toEqual(['gatekept_reward.pyc', 'harness.pyc']);
+  expect((await readdir(path.join(scratch, 'cache', 'gatekept', 'bytecode', compiled[0]!))).sort()).toEqual(COMPILED_SOURCES.map((name) => `${name}c`).sort());
   gate();
   // The second run started only its workers: one probe fewer.
   const second = (await starts()) - first;

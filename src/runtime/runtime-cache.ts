@@ -19,8 +19,22 @@ import { PACKAGE_ROOT } from '../paths.js';
  * directory, which the sandbox hides from verifiers.
  */
 
-/** Sources the workers run, compiled once per interpreter (see python/harness.py). */
-export const COMPILED_SOURCES = ['harness.py', 'gatekept_reward.py'] as const;
+/**
+ * Sources the workers run, compiled once per interpreter: the harness and
+ * every module it imports from beside it (see python/harness.py).
+ */
+export const COMPILED_SOURCES = [
+  'harness.py',
+  'gatekept_reward.py',
+  'gatekept_state.py',
+  'gatekept_process.py',
+  'gatekept_output.py',
+  'gatekept_isolation.py',
+  'gatekept_containment.py',
+  'gatekept_calls.py',
+  'gatekept_worker.py',
+  'gatekept_supervisor.py',
+] as const;
 
 export interface CachedRuntime {
   python: string;

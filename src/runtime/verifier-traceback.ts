@@ -5,11 +5,16 @@
  * their files are shown, with the exception that ended it.
  */
 
+import { COMPILED_SOURCES } from '../runtime/runtime-cache.js';
+
 const FRAME = /^\s*File "([^"]*)", line \d+/;
+
+/** The harness's own files, as a frame names them. */
+const MACHINERY_FILES: ReadonlySet<string> = new Set(COMPILED_SOURCES);
 
 /** Frames that are the machinery of the import, never the user's code. */
 function isMachinery(file: string): boolean {
-  return /(^|[\\/])(harness|gatekept_reward)\.py$/.test(file) || file.startsWith('<frozen ');
+  return MACHINERY_FILES.has(file.split(/[\\/]/).pop()!) || file.startsWith('<frozen ');
 }
 
 /**

@@ -1,0 +1,163 @@
+"""Process helpers shared by the scripts gatekept runs: the harness (its
+supervisor and its worker), env_loader.py when it inspects an environment,
+and smoke.py. Each runs as a script with this file beside it (in the
+sandbox every script is bound into one directory), so it imports this
+module from there.
+
+The functions these use are bound here once, at import, before any code of
+the verifier or the environment runs, so code that patches os later cannot
+change what they do.
+"""
+
+import os
+import resource
+import signal
+import sys
+
+_listdir = os.listdir
+_open = open
+_kill = os.kill
+_waitpid = os.waitpid
+_getpid = os.getpid
+
+# prctl options, from linux/prctl.h.
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def prctl(option, value):
+    """prctl(2) with one argument; False where it failed or is not Linux's."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def close_inherited(*kept):
+    """Close every descriptor past the standard streams but those in `kept`:
+    descriptors the caller's shell left open (`exec 200<secret`) pass through
+    Node and bubblewrap, and would reach the code this process runs."""
+    low = 3
+    try:
+        for fd in sorted(kept):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+    except (OSError, ValueError):
+        pass
+
+
+def set_limit(which, value, hard=True):
+    """Lower the resource limit `which` to `value`, or to its hard limit where
+    that is lower: the soft limit, and with `hard` the hard limit as well where
+    it can be lowered (the process cannot raise it again). Failures are
+    ignored: a limit that cannot be set leaves the one there was."""
+    try:
+        _soft, ceiling = resource.getrlimit(which)
+        if ceiling != resource.RLIM_INFINITY and value > ceiling:
+            value = ceiling
+        if hard:
+            try:
+                resource.setrlimit(which, (value, value))
+                return
+            except (ValueError, OSError):
+                pass
+        resource.setrlimit(which, (value, ceiling))
+    except (ValueError, OSError, AttributeError):
+        pass
+
+
+def descendants(root):
+    """Every process below `root`, from the children lists /proc keeps per
+    thread."""
+    found = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tasks = _listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with _open("/proc/%d/task/%s/children" % (pid, task), "rb") as handle:
+                    children = [int(child) for child in handle.read().split()]
+            except (OSError, ValueError):
+                continue
+            found.extend(children)
+            stack.extend(children)
+    return found
+
+
+def child_pids():
+    """The children of this process, whichever of its threads started them."""
+    pids = set()
+    try:
+        tasks = _listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with _open("/proc/self/task/%s/children" % task, "rb") as handle:
+                pids.update(int(pid) for pid in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def parent_map(pids):
+    """The parent of each of `pids` that still exists."""
+    parents = {}
+    for pid in pids:
+        try:
+            with _open("/proc/%d/stat" % pid, "rb") as handle:
+                text = handle.read()
+            parents[pid] = int(text[text.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return parents
+
+
+def is_zombie(pid):
+    """Whether nothing of the process runs any more. A thread group whose
+    leader exited shows the leader as a zombie while its other threads run
+    on: it is gone only when every task is."""
+    try:
+        tasks = _listdir("/proc/%d/task" % pid)
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            with _open("/proc/%d/task/%s/stat" % (pid, task), "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        # The state follows the command name, which is in parentheses and may hold spaces.
+        if text[text.rfind(b")") + 2 : text.rfind(b")") + 3] not in (b"Z", b"X"):
+            return False
+    return True
+
+
+def sweep_descendants():
+    """Kill every process below this one, in a few rounds (a process may start
+    another while the first round runs), reaping what were its children."""
+    for _round in range(5):
+        pids = descendants(_getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                _kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        while True:
+            try:
+                if _waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
