@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import signal
+import sys
 
 from gatekept_process import PR_SET_PDEATHSIG, descendants, prctl, set_limit
 from gatekept_state import (
@@ -232,6 +233,28 @@ def _describe_process(event, args):
     return event + ": " + _safe_repr(args[0] if args else "")
 
 
+def _own_unix_address(event, args):
+    """A unix socket of the verifier's own: bound or reached at a path in a
+    directory it may write (multiprocessing's managers and fork server listen
+    in a temporary directory), or, in the sandbox, at an abstract address,
+    which its network namespace keeps from every host service."""
+    if event not in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg") or len(args) < 2:
+        return False
+    socket_module = sys.modules.get("socket")
+    if getattr(args[0], "family", None) != getattr(socket_module, "AF_UNIX", None):
+        return False
+    address = args[1]
+    if address is None:
+        # Sent on a connected socket: its peer passed this check at connect().
+        return True
+    if isinstance(address, (str, bytes)) and address[:1] in ("\0", b"\0"):
+        return S.isolated
+    try:
+        return isinstance(address, (str, bytes, os.PathLike)) and _writable_path(address)
+    except BaseException:
+        return False
+
+
 def _describe_network(event, args):
     if event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg"):
         return event + ": " + _safe_repr(args[1] if len(args) > 1 else "")
@@ -283,6 +306,8 @@ def _audit(event, args):
         S.workdir_touched = True
         return
     if kind == "network_blocked":
+        if _own_unix_address(event, args):
+            return
         _block(kind, _describe_network(event, args))
     if kind == "subprocess_blocked":
         _child_process(event, args)

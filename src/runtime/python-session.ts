@@ -28,7 +28,7 @@ const IMPORT_GRACE_MS = 1000;
 
 /**
  * After the import the worker warms the verifier up with a few calls (see
- * _warm_up in python/harness.py), within one call timeout in all; a warm-up
+ * _warm_up in python/gatekept_calls.py), within one call timeout in all; a warm-up
  * that kills or hangs the worker is given up after that and a second of
  * slack, and the worker is started again, importing the verifier once more,
  * without one.

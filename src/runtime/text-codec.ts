@@ -67,7 +67,7 @@ function sizeClass(length: number): number {
  * number the long completions in the order they were sent and remember the
  * last LONG_TEXTS_KEPT, so a long completion that shares its start and end,
  * or its middle, with one of them goes as the difference, and the worker
- * rebuilds it (python/harness.py, _completion_text). The middle matters when
+ * rebuilds it (python/gatekept_calls.py, _completion_text). The middle matters when
  * a row's gold sits at both ends of a padding: neither end matches the row
  * before, the padding between them does. One instance per worker process: a
  * new worker starts with nothing remembered.

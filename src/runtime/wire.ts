@@ -17,7 +17,7 @@ const EFFECT_KINDS: ReadonlySet<string> = new Set(SIDE_EFFECT_KINDS);
 /**
  * What one reply line from the worker says. The worker's replies are JSON
  * lists; JSON objects come from the supervisor, the process that talks to
- * gatekept and never runs verifier code (see python/harness.py).
+ * gatekept and never runs verifier code (see python/gatekept_supervisor.py).
  */
 export type WorkerReply =
   | { op: 'result'; id: number; result: EvalResult }
@@ -100,7 +100,7 @@ export function readReply(line: string): WorkerReply {
   throw protocolError('unknown message', line);
 }
 
-/** How many entries of a worker's home the supervisor lists after each batch (HOME_ENTRIES_CHECKED in harness.py). */
+/** How many entries of a worker's home the supervisor lists after each batch (HOME_ENTRIES_CHECKED in gatekept_supervisor.py). */
 const HOME_ENTRIES_CHECKED = 10_000;
 
 /** The side effects of the supervisor's look at the worker's home after a batch. */
@@ -146,7 +146,7 @@ const loadErrorSchema = () =>
   });
 export type LoadError = z.infer<ReturnType<typeof loadErrorSchema>>;
 
-/** The supervisor writes these two fields itself (see provenance in harness.py); anything else is refused. */
+/** The supervisor writes these two fields itself (see provenance in gatekept_supervisor.py); anything else is refused. */
 const PYTHON_VERSION = /^\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 
