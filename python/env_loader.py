@@ -38,9 +38,10 @@ import uuid
 for _name in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_name, "1")
 
-# How to load the environment beyond its id (JSON, see load_options): set by
-# `audit --env` for the inspecting process; the gate's shim passes its own.
-LOAD_VARIABLE = "GATEKEPT_ENV_LOAD"
+# How to load the environment beyond its id (JSON, see load_options): read
+# from stdin by `main` before any of the environment's code runs, so neither
+# the environment nor /proc/self/environ shows it; the gate's shim passes its own.
+_LOAD_CONFIG = {}
 DATASET_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
 ANSWER_FIELDS = ("answer", "solution", "target", "label", "ground_truth", "gold", "expected", "reference")
@@ -58,7 +59,16 @@ class LoadFailure(Exception):
 
 
 def _describe(exc):
-    return "%s: %s" % (type(exc).__name__, exc)
+    text = str(exc)
+    if text:
+        return "%s: %s" % (type(exc).__name__, text)
+    # An exception without a message (EOFError from a child process that
+    # died, a bare AssertionError) says nothing alone: where it was raised does.
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return type(exc).__name__
+    last = frames[-1]
+    return "%s, raised in %s (%s line %d)" % (type(exc).__name__, last.name, last.filename, last.lineno)
 
 
 def _module_for(spec):
@@ -644,8 +654,7 @@ def load_options(raw=None):
     `datasets` (name -> local file), `hf_datasets_cache` and `hf_hub_cache`
     (the user's cache directories, read-only)."""
     if raw is None:
-        text = os.environ.get(LOAD_VARIABLE) or "{}"
-        raw = json.loads(text)
+        raw = _LOAD_CONFIG
     return {
         "env_args": dict(raw.get("env_args") or {}),
         "datasets": dict(raw.get("datasets") or {}),
@@ -840,6 +849,8 @@ def main(argv):
     # Descriptors the caller's shell left open reach every child: only the
     # standard streams and the result pipe stay before the environment's code runs.
     close_inherited(RESULT_FD)
+    global _LOAD_CONFIG
+    _LOAD_CONFIG = json.loads(sys.stdin.read() or "{}")
     result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
     os.close(RESULT_FD)
     memory_mb = int(argv[2]) if len(argv) == 3 else 0

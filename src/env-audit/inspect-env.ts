@@ -21,8 +21,6 @@ import { LOAD_TIMEOUT_STAGE } from './record.js';
 
 export const ENV_LOADER_PATH = path.join(PACKAGE_ROOT, 'python', 'env_loader.py');
 export const ENV_SHIM_PATH = path.join(PACKAGE_ROOT, 'python', 'env_shim.py');
-/** The variable the loader reads its load settings from (JSON, see loaderConfig). */
-export const ENV_LOAD_VARIABLE = 'GATEKEPT_ENV_LOAD';
 
 const rewardSchema = z
   .object({
@@ -98,12 +96,14 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       HF_DATASETS_DISABLE_PROGRESS_BARS: '1',
       TRANSFORMERS_OFFLINE: '1',
       OMP_NUM_THREADS: '1',
-      // How to load it: arguments, local datasets, the read-only cache (see env-load.ts).
-      ...(options.load ? { [ENV_LOAD_VARIABLE]: JSON.stringify(loaderConfig(options.load)) } : {}),
     };
     const child = await PythonProcess.start({
       python: isolated ? runtime.executable : options.python,
       args: [ENV_LOADER_PATH, 'inspect', options.spec, String(options.memoryMb)],
+      // How to load it (arguments, local datasets, the read-only cache; see
+      // env-load.ts), on stdin: read before the environment's code runs, and
+      // neither in its environment variables nor left for it to read.
+      input: JSON.stringify(options.load ? loaderConfig(options.load) : {}),
       cwd: isolated ? home : inside.home,
       env,
       // The result comes back on the reply pipe (fd 4), never through a file.
