@@ -19,7 +19,8 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { isGatekeptError } from '../src/errors.js';
-import { gate } from '../src/gate.js';
+import { gate, type GateOptions } from '../src/gate.js';
+import type { AuditRecord } from '../src/audit/record.js';
 import { loadCorpus } from '../src/audit/corpus.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { DEFAULT_POLICY, policyRecord } from '../src/audit/policy.js';
@@ -30,7 +31,7 @@ import { ANSWER_FORMATS, ANSWER_TYPES } from '../src/types.js';
 const CORPUS_DIR = path.join(PACKAGE_ROOT, 'examples', 'verifiers');
 const PANEL_DIR = path.join(PACKAGE_ROOT, 'test', 'panel');
 /** The panel's variants: the sound reader and the same reader with one injected bug of each class. */
-const PANEL_VARIANTS = [
+export const PANEL_VARIANTS = [
   { fn: 'reward', expected: ['sound', 'false-accept only'] },
   { fn: 'reward_exploit', expected: ['exploitable'] },
   { fn: 'reward_false_accept', expected: ['false-accept only'] },
@@ -129,37 +130,58 @@ export interface Measurement {
   };
 }
 
+/** An entry of test/panel/panel.json. */
+export type PanelEntry = z.output<typeof panelSchema>;
+export type PanelVariant = (typeof PANEL_VARIANTS)[number];
+
+export function loadPanel(): PanelEntry[] {
+  return z.array(panelSchema).parse(JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')));
+}
+
+/** The variants an entry's file defines: the newer entries hold an exploit-class bug only. */
+export function panelVariants(entry: PanelEntry): PanelVariant[] {
+  const source = readFileSync(path.join(PANEL_DIR, entry.file), 'utf8');
+  return PANEL_VARIANTS.filter((item) => source.includes(`def ${item.fn}(`));
+}
+
+/** The gate options a panel variant is measured with: the default policy, one worker, the path relative to the package. */
+export function panelGateOptions(entry: PanelEntry, fn: string, python: string): GateOptions {
+  return {
+    reward: path.join('test', 'panel', `${entry.file}:${fn}`),
+    answer: entry.answer,
+    answerType: entry.answer_type,
+    policy: DEFAULT_POLICY,
+    python,
+    cwd: PACKAGE_ROOT,
+    workers: 1,
+  };
+}
+
+/** What the measurement keeps of a panel variant's audit record. */
+export function panelOutcome(entry: PanelEntry, variant: PanelVariant, record: AuditRecord): PanelOutcome {
+  const observed = classify(record);
+  return {
+    file: entry.file,
+    style: entry.style,
+    variant: variant.fn,
+    observed,
+    decision: record.decision,
+    strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 ? 'REJECT' : 'PASS',
+    hackability: record.hackability,
+    exploits: record.findings_total,
+    false_accepts: record.false_accepts.total,
+    equivalent_forms: record.equivalent_forms.total,
+    attempts: record.hack_rate.n,
+    correct: (variant.expected as readonly string[]).includes(observed),
+  };
+}
+
 async function measurePanel(python: string): Promise<PanelOutcome[]> {
-  const entries = z.array(panelSchema).parse(JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')));
   const outcomes: PanelOutcome[] = [];
-  for (const entry of entries) {
-    // The newer entries hold an exploit-class bug only.
-    const source = readFileSync(path.join(PANEL_DIR, entry.file), 'utf8');
-    for (const variant of PANEL_VARIANTS.filter((item) => source.includes(`def ${item.fn}(`))) {
-      const { record } = await gate({
-        reward: path.join('test', 'panel', `${entry.file}:${variant.fn}`),
-        answer: entry.answer,
-        answerType: entry.answer_type,
-        policy: DEFAULT_POLICY,
-        python,
-        cwd: PACKAGE_ROOT,
-        workers: 1,
-      });
-      const observed = classify(record);
-      outcomes.push({
-        file: entry.file,
-        style: entry.style,
-        variant: variant.fn,
-        observed,
-        decision: record.decision,
-        strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 ? 'REJECT' : 'PASS',
-        hackability: record.hackability,
-        exploits: record.findings_total,
-        false_accepts: record.false_accepts.total,
-        equivalent_forms: record.equivalent_forms.total,
-        attempts: record.hack_rate.n,
-        correct: (variant.expected as readonly string[]).includes(observed),
-      });
+  for (const entry of loadPanel()) {
+    for (const variant of panelVariants(entry)) {
+      const { record } = await gate(panelGateOptions(entry, variant.fn, python));
+      outcomes.push(panelOutcome(entry, variant, record));
     }
   }
   return outcomes;
@@ -229,8 +251,17 @@ function gitCommit(): string {
   }
 }
 
-export async function measureGate(python: string, panelPython: string): Promise<Measurement> {
-  const panel = await measurePanel(panelPython);
+export interface MeasureOptions {
+  /**
+   * The panel's outcomes, measured elsewhere, to assemble the measurement
+   * with instead of gating the panel again (test/panel.test.ts gates it
+   * and checks its outcomes against the committed ones).
+   */
+  panel?: readonly PanelOutcome[];
+}
+
+export async function measureGate(python: string, panelPython: string, options: MeasureOptions = {}): Promise<Measurement> {
+  const panel = options.panel ? [...options.panel] : await measurePanel(panelPython);
   const panelCount = (variant: string) => {
     const group = panel.filter((outcome) => outcome.variant === variant);
     return `${group.filter((outcome) => outcome.correct).length}/${group.length}`;

@@ -2,7 +2,9 @@
  * Bad input of every kind the CLI accepts: seeds, datasets, policies, verifier
  * specs, output paths and interpreters. Each is exit 2 with a message that
  * names the field or path and says what to do, and none leaves anything at
- * --out.
+ * --out. The checks go through the CLI's in-process entry; a few, which
+ * depend on the working directory, the environment or bin/ itself, run
+ * `gatekept` end to end.
  */
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -11,8 +13,8 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli, cliInProcess } from './support/cli.js';
 
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 const STRICT = 'examples/verifiers/strict.py:reward';
 
@@ -25,10 +27,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
-
-function cli(args: readonly string[], cwd = PACKAGE_ROOT) {
-  return execa(process.execPath, [BIN, ...args], { cwd, reject: false, stdin: 'ignore', env: { FORCE_COLOR: '0' } });
-}
 
 /** A file in its own directory under the scratch area, so relative references resolve next to it. */
 async function scratchFile(name: string, content: string, extra: Record<string, string> = {}): Promise<string> {
@@ -110,7 +108,7 @@ describe('seeds (gatekept pack)', () => {
   ] as const)('%s', async (_name, content, extra, messages) => {
     const seed = await scratchFile('seed.json', content, extra);
     const out = path.join(path.dirname(seed), 'out');
-    const run = await cli(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
+    const run = await cliInProcess(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
     for (const message of messages) expect(run.stderr).toMatch(message);
     expect(run.stderr).toMatch(/^error \[[A-Z_]+\]: /m);
     expect(run.exitCode).toBe(2);
@@ -122,7 +120,7 @@ describe('seeds (gatekept pack)', () => {
       'v.py': 'def reward(completion, answer, **kwargs):\n    return 0.0\n',
     });
     const out = path.join(path.dirname(seed), 'out');
-    const run = await cli(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
+    const run = await cliInProcess(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
     expect(run.stderr).toMatch(/error \[VERIFIER_NOT_FOUND\]: verifier\.file v\.py \(verifier\.function score\): cannot find the verifier function gatekept_verifier\.py:score/);
     expect(run.stderr).toMatch(/reward/);
     expect(run.stderr).not.toMatch(/run-\d+-|gatekept-\d+-|\/tmp\//);
@@ -131,6 +129,7 @@ describe('seeds (gatekept pack)', () => {
   });
 
   it('a seed file that does not exist, or is a directory', async () => {
+    // End to end, through bin/: the exit code a shell sees.
     const missing = await cli(['pack', '--seed', path.join(scratch, 'nope.json'), '--out', path.join(scratch, 'out-missing')]);
     expect(missing.stderr).toMatch(/error \[FILE_NOT_FOUND\]: cannot read seed .*nope\.json: ENOENT/);
     expect(missing.stderr).toMatch(/fix: pass an existing seed JSON file with --seed/);
@@ -163,22 +162,22 @@ describe('policies', () => {
     ['a call timeout longer than the whole audit', '[timeouts]\ncall_ms = 5000\ntotal_s = 2\n', [/timeouts\.call_ms: 5000 ms is not below timeouts\.total_s = 2 s/]],
   ] as const)('%s', async (_name, content, messages) => {
     const policy = await scratchFile('policy.toml', content);
-    const gate = await cli(['gate', '--reward', STRICT, '--answer', '42', '--policy', policy, '--python', PYTHON]);
+    const gate = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--policy', policy, '--python', PYTHON]);
     for (const message of messages) expect(gate.stderr).toMatch(message);
     expect(gate.exitCode).toBe(2);
     const out = path.join(path.dirname(policy), 'out');
-    const pack = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--policy', policy, '--python', PYTHON]);
+    const pack = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--policy', policy, '--python', PYTHON]);
     for (const message of messages) expect(pack.stderr).toMatch(message);
     expect(pack.exitCode).toBe(2);
     await expectNothingWritten(out);
   });
 
   it('a policy path that is missing or a directory', async () => {
-    const missing = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', path.join(scratch, 'out-policy'), '--policy', path.join(scratch, 'nope.toml')]);
+    const missing = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', path.join(scratch, 'out-policy'), '--policy', path.join(scratch, 'nope.toml')]);
     expect(missing.stderr).toMatch(/error \[FILE_NOT_FOUND\]: cannot read policy file .*nope\.toml: ENOENT/);
     expect(missing.stderr).toMatch(/fix: pass an existing TOML file with --policy/);
     expect(missing.exitCode).toBe(2);
-    const directory = await cli(['gate', '--reward', STRICT, '--answer', '42', '--policy', scratch]);
+    const directory = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--policy', scratch]);
     expect(directory.stderr).toMatch(/cannot read policy file .*: EISDIR/);
     expect(directory.exitCode).toBe(2);
   });
@@ -197,7 +196,7 @@ describe('verifier specs and datasets (gatekept gate)', () => {
     [['--reward', STRICT, '--answer', '   '], [/error \[BAD_ARGUMENT\]: no gold answer to audit against/, /fix: pass --answer G/]],
   ] as const)('%j', async (args, messages) => {
     const given: readonly string[] = args;
-    const run = await cli(['gate', ...(given.includes('--answer') ? [] : ['--answer', '42']), ...given, '--python', PYTHON]);
+    const run = await cliInProcess(['gate', ...(given.includes('--answer') ? [] : ['--answer', '42']), ...given, '--python', PYTHON]);
     for (const message of messages) expect(run.stderr).toMatch(message);
     expect(run.exitCode).toBe(2);
   });
@@ -210,7 +209,7 @@ describe('verifier specs and datasets (gatekept gate)', () => {
     ['no rows at all', '\n\n', [/has no rows/, /fix: add at least one/]],
   ] as const)('--dataset with %s', async (_name, content, messages) => {
     const dataset = await scratchFile('rows.jsonl', content);
-    const run = await cli(['gate', '--reward', STRICT, '--dataset', dataset, '--python', PYTHON]);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--dataset', dataset, '--python', PYTHON]);
     for (const message of messages) expect(run.stderr).toMatch(message);
     expect(run.stderr).toContain('rows.jsonl');
     expect(run.exitCode).toBe(2);
@@ -228,7 +227,7 @@ describe('--out', () => {
     const file = await scratchFile('regular-file', 'not a directory');
     const out = outFor(file);
     const existed = existsSync(out);
-    const run = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
+    const run = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
     for (const message of messages) expect(run.stderr).toMatch(message);
     expect(run.stderr).toMatch(/fix: choose /);
     expect(run.exitCode).toBe(2);
@@ -240,7 +239,7 @@ describe('--out', () => {
     const out = path.join(await mkdtemp(path.join(scratch, 'busy-')), 'out');
     await mkdir(out);
     await writeFile(path.join(out, 'keep.txt'), 'mine');
-    const run = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
+    const run = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
     expect(run.stderr).toMatch(/error \[OUT_DIR_NOT_EMPTY\]: --out .*out is not empty/);
     expect(run.stderr).toMatch(/fix: .*--force/);
     expect(run.exitCode).toBe(2);
@@ -269,19 +268,19 @@ describe('the Python interpreter', () => {
     ['a Python 3.8', async () => fakePython('python38', '#!/bin/sh\necho "Python 3.8.10" >&2\nexit 1\n'), [/PYTHON_TOO_OLD.*is Python 3\.8\.10/]],
   ])('%s', async (_name, make, messages) => {
     const python = await make();
-    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--python', python]);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--python', python]);
     for (const message of messages) expect(run.stderr).toMatch(message);
     expect(run.stderr).toMatch(/fix: .*Python 3\.10 or newer/);
     expect(run.exitCode).toBe(2);
     const out = path.join(scratch, `out-${path.basename(python)}`);
-    const pack = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', python]);
+    const pack = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', python]);
     for (const message of messages) expect(pack.stderr).toMatch(message);
     expect(pack.exitCode).toBe(2);
     await expectNothingWritten(out);
   });
 
   it.skipIf(!process.env.GATEKEPT_OLD_PYTHON)('a real interpreter older than 3.10', async () => {
-    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--python', process.env.GATEKEPT_OLD_PYTHON!]);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--python', process.env.GATEKEPT_OLD_PYTHON!]);
     expect(run.stderr).toMatch(/error \[PYTHON_TOO_OLD\]/);
     expect(run.exitCode).toBe(2);
   });
@@ -298,23 +297,18 @@ describe('the interpreter is resolved once, from the current directory', () => {
     const real = (await execa(PYTHON, ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
     await symlink(real, path.join(project, 'venv', 'bin', 'python'));
     await writeFile(path.join(project, 'strict.py'), await readFile(path.join(PACKAGE_ROOT, 'examples', 'verifiers', 'strict.py'), 'utf8'));
-    const run = await cli(['gate', '--reward', 'strict.py:reward', '--answer', '42', '--python', pick('venv')], project);
+    const run = await cli(['gate', '--reward', 'strict.py:reward', '--answer', '42', '--python', pick('venv')], { cwd: project });
     expect(run.stderr).not.toMatch(/PYTHON_NOT_FOUND|ENOENT/);
     expect(run.stdout).toMatch(/decision: PASS/);
     expect(run.exitCode).toBe(0);
-    const viaEnv = await execa(process.execPath, [BIN, 'gate', '--reward', 'strict.py:reward', '--answer', '42'], {
-      cwd: project,
-      reject: false,
-      stdin: 'ignore',
-      env: { FORCE_COLOR: '0', GATEKEPT_PYTHON: pick('venv') },
-    });
+    const viaEnv = await cli(['gate', '--reward', 'strict.py:reward', '--answer', '42'], { cwd: project, env: { GATEKEPT_PYTHON: pick('venv') } });
     expect(viaEnv.exitCode, viaEnv.stderr).toBe(0);
   });
 });
 
 describe('numbers and labels', () => {
   it.each(['1'.repeat(400), '4294967296', '-1', '1e3'])('--seed %s is refused', async (seed) => {
-    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--seed', seed, '--python', PYTHON]);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--seed', seed, '--python', PYTHON]);
     expect(run.stderr).toMatch(/--seed must be a whole number from 0 to 4294967295/);
     expect(run.exitCode).toBe(2);
   });
@@ -325,7 +319,7 @@ describe('numbers and labels', () => {
       seedWith({ task: 'choice', choices: ['A', 'B', 'A'], dataset: { rows: [{ question: 'Pick A. A) a B) b', answer: 'A' }] } }),
     );
     const out = path.join(scratch, 'out-duplicate-choices');
-    const run = await cli(['pack', '--seed', seed, '--out', out, '--python', PYTHON]);
+    const run = await cliInProcess(['pack', '--seed', seed, '--out', out, '--python', PYTHON]);
     expect(run.stderr).toMatch(/choices must be distinct labels/);
     expect(run.exitCode).toBe(2);
     await expectNothingWritten(out);
@@ -335,7 +329,7 @@ describe('numbers and labels', () => {
     const parent = await mkdtemp(path.join(scratch, 'dangling-'));
     const out = path.join(parent, 'out');
     await symlink(path.join(parent, 'missing'), out);
-    const run = await cli(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
+    const run = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', out, '--python', PYTHON]);
     expect(run.stderr).toMatch(/error \[OUT_DIR_UNWRITABLE\]: --out .*out is a symbolic link to something that does not exist/);
     expect(run.stderr).not.toMatch(/INTERNAL|ENOTDIR/);
     expect(run.exitCode).toBe(2);
@@ -363,12 +357,7 @@ describe('--sandbox where bubblewrap cannot be found', () => {
     const python = (await execa(PYTHON, ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
     // A PATH with nothing on it: the interpreter is given by its absolute path.
     const empty = await mkdtemp(path.join(scratch, 'empty-path-'));
-    return execa(process.execPath, [BIN, 'gate', '--reward', STRICT, '--answer', '42', '--python', python, ...args], {
-      cwd: PACKAGE_ROOT,
-      reject: false,
-      stdin: 'ignore',
-      env: { FORCE_COLOR: '0', PATH: empty },
-    });
+    return cli(['gate', '--reward', STRICT, '--answer', '42', '--python', python, ...args], { env: { PATH: empty } });
   }
 
   it('auto runs unisolated and says so', async () => {
@@ -379,7 +368,7 @@ describe('--sandbox where bubblewrap cannot be found', () => {
   });
 
   it('none, asked for, runs unisolated and says so too', async () => {
-    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'none']);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'none']);
     expect(run.stderr).toMatch(/warning: the verifier is NOT isolated: --sandbox none was asked for/);
     expect(run.exitCode).toBe(0);
   });
@@ -392,7 +381,7 @@ describe('--sandbox where bubblewrap cannot be found', () => {
   });
 
   it('an unknown mode is bad input', async () => {
-    const run = await cli(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'docker']);
+    const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--sandbox', 'docker']);
     expect(run.stderr).toMatch(/--sandbox/);
     expect(run.exitCode).toBe(2);
   });

@@ -1,17 +1,11 @@
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli, cliInProcess } from './support/cli.js';
 import { testPython, testVenvDir } from './support/test-python.js';
 
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
-
-function cli(args: string[], cwd = PACKAGE_ROOT) {
-  return execa(process.execPath, [BIN, ...args], { cwd, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
-}
 
 let scratch: string;
 beforeAll(async () => {
@@ -75,7 +69,8 @@ describe('gatekept gate (CLI)', () => {
     [['gate', '--reward', 'examples/verifiers/strict.py:nope', '--answer', '42'], /nope/],
     [['frobnicate'], /unknown command/],
   ])('exit 2 for bad input: %j', async (args, message) => {
-    const run = await cli([...args, ...(args.includes('--python') || args[0] !== 'gate' ? [] : ['--python', python])]);
+    // Refused before any audit: the in-process entry shows it as well as a new process would.
+    const run = await cliInProcess([...args, ...(args.includes('--python') || args[0] !== 'gate' ? [] : ['--python', python])]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(message);
   });

@@ -7,11 +7,8 @@
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { PACKAGE_ROOT } from '../src/paths.js';
-
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
+import { cli } from './support/cli.js';
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 
 let scratch: string;
@@ -24,14 +21,9 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-function cli(cacheHome: string, args: readonly string[]) {
-  return execa(process.execPath, [BIN, ...args], {
-    cwd: PACKAGE_ROOT,
-    reject: false,
-    stdin: 'ignore',
-    // No inherited V8 flags: code compiled under other flags is rejected, which is not what is tested here.
-    env: { XDG_CACHE_HOME: cacheHome, NODE_OPTIONS: '' },
-  });
+function cliCaching(cacheHome: string, args: readonly string[]) {
+  // No inherited V8 flags: code compiled under other flags is rejected, which is not what is tested here.
+  return cli(args, { env: { XDG_CACHE_HOME: cacheHome, NODE_OPTIONS: '' } });
 }
 
 async function entries(cacheHome: string): Promise<string[]> {
@@ -40,7 +32,7 @@ async function entries(cacheHome: string): Promise<string[]> {
 
 it('writes the code once per command, reuses it, and replaces a damaged entry', async () => {
   const home = path.join(scratch, 'cache');
-  const first = await cli(home, ['--version']);
+  const first = await cliCaching(home, ['--version']);
   expect(first.exitCode).toBe(0);
   const [entry, ...others] = await entries(home);
   expect(others).toEqual([]);
@@ -50,20 +42,20 @@ it('writes the code once per command, reuses it, and replaces a damaged entry', 
   expect(written.size).toBeGreaterThan(10_000);
 
   // Accepted: a rejected entry would be written again, as a new file renamed into place.
-  const second = await cli(home, ['--help']);
+  const second = await cliCaching(home, ['--help']);
   expect(second.exitCode).toBe(0);
   expect(second.stdout).toContain('gate');
   const reused = await stat(file);
   expect([reused.ino, reused.mtimeMs]).toEqual([written.ino, written.mtimeMs]);
 
   await writeFile(file, 'not compiled code');
-  const damaged = await cli(home, ['--version']);
+  const damaged = await cliCaching(home, ['--version']);
   expect(damaged.exitCode).toBe(0);
   expect(damaged.stdout.trim()).toBe(first.stdout.trim());
   expect((await readFile(file)).length).toBeGreaterThan(10_000);
 
   // A command keeps its own entry, holding the functions it compiled.
-  const gate = await cli(home, ['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', PYTHON, '--json']);
+  const gate = await cliCaching(home, ['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', PYTHON, '--json']);
   expect(gate.exitCode).toBe(0);
   expect(await entries(home)).toEqual([entry!.replace('-other', '-gate'), entry]);
 }, 60_000);
@@ -72,7 +64,7 @@ it('runs when the cache cannot be written', async () => {
   // A file where the cache directory would go: nothing can be created under it.
   const blocked = path.join(scratch, 'blocked');
   await writeFile(blocked, '');
-  const run = await cli(blocked, ['--version']);
+  const run = await cliCaching(blocked, ['--version']);
   expect(run.exitCode).toBe(0);
   expect(run.stderr).toBe('');
   expect(run.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);

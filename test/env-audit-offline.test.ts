@@ -20,13 +20,13 @@ import { auditEnv } from '../src/env-audit/env-audit.js';
 import { hfCacheAt, parseDatasetFiles, parseEnvArgs, userHfCache } from '../src/env-audit/env-load.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { BIN, cliInProcess } from './support/cli.js';
 import { testPython } from './support/test-python.js';
 
 const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
 const SAMPLE = path.join(ENVS, 'gsm8k-sample');
 /** The reasons that say a reward was gamed: the only ones that may decide where nothing else is wrong. */
 const EXPLOIT_CODES = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const V1 = () => testPython('verifiers-v1');
 const V0 = () => testPython('verifiers-v0');
 const ROWS = 2;
@@ -170,7 +170,7 @@ describe('one option table for gate and audit --env', () => {
   });
 
   it('audit --env refuses a 33-bit seed and takes a custom layout, before any Python runs', async () => {
-    const cli = (args: string[]) => execa(process.execPath, [BIN, 'audit', ...args], { reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
+    const cli = (args: string[]) => cliInProcess(['audit', ...args]);
     const seed = await cli(['--env', path.join(ENVS, 'v1-reverse'), '--seed', '4294967296']);
     expect(seed.exitCode).toBe(2);
     expect(seed.stderr).toMatch(/--seed must be a whole number from 0 to 4294967295/);

@@ -21,10 +21,10 @@ import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
 import { decisionFor, type CheckResult, type EnvAuditRecord } from '../src/env-audit/record.js';
 import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli, cliInProcess } from './support/cli.js';
 import { testPython } from './support/test-python.js';
 
 const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const V1 = () => testPython('verifiers-v1');
 const V0 = () => testPython('verifiers-v0');
 /** Two rows keep each gate run to a few seconds; the decision rule is the gate's own. */
@@ -38,10 +38,6 @@ const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
 // Each audit loads verifiers several times: on a busy machine that is minutes, not seconds.
 vi.setConfig({ testTimeout: 900_000 });
 const WORKERS = 2;
-
-function cli(args: string[]) {
-  return execa(process.execPath, [BIN, ...args], { cwd: PACKAGE_ROOT, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
-}
 
 function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
   const found = record.checks.find((entry) => entry.name === name);
@@ -205,7 +201,7 @@ describe('verifiers 0.4 environments', () => {
     const text = await readFile(markdown, 'utf8');
     expect(text).toMatch(/REJECT/);
     expect(text).toMatch(/\| `integrity` \| \*\*FAIL\*\*/);
-    const bad = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', path.join(scratch, 'env-report.txt')]);
+    const bad = await cliInProcess(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', path.join(scratch, 'env-report.txt')]);
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/cannot tell the report format/);
     expect(bad.stdout).toBe('');
@@ -300,7 +296,7 @@ describe('scoring through the environment under any gold', () => {
 
 describe('bad input', () => {
   it('a missing directory is exit 2 naming it', async () => {
-    const run = await cli(['audit', '--env', './no-such-env-dir', '--python', V1()]);
+    const run = await cliInProcess(['audit', '--env', './no-such-env-dir', '--python', V1()]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/FILE_NOT_FOUND.*no-such-env-dir/);
   });

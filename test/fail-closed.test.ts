@@ -16,7 +16,14 @@ import { killAll, leftoverProcesses } from './support/processes.js';
 
 const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
-const KILLS = 60;
+/**
+ * Kills at seeded random points: at least MIN_KILLS, then on until every
+ * outcome the loop asserts has occurred, but never more than MAX_KILLS.
+ * Each kind is common (a few in every dozen kills), so the loop usually
+ * stops at the minimum; the cap is the old fixed count.
+ */
+const MIN_KILLS = 12;
+const MAX_KILLS = 60;
 const STAGING = /^\.gatekept-staging-/;
 
 let scratch: string;
@@ -123,7 +130,7 @@ async function untilGating(_parent: string, child: { pid?: number | undefined; e
 }
 
 describe('interrupted packs', () => {
-  it(`${KILLS} kills at seeded random points leave nothing or everything at --out, and the next run clears the leftovers`, async () => {
+  it(`${MIN_KILLS} to ${MAX_KILLS} kills at seeded random points leave nothing or everything at --out, and the next run clears the leftovers`, async () => {
     const parent = path.join(scratch, 'kills');
     await mkdir(parent);
     // The schedule spans an undisturbed run, timed under the load of the
@@ -137,7 +144,10 @@ describe('interrupted packs', () => {
     const runMs = timings.sort((a, b) => a - b)[1]!;
     const random = mulberry32(20251122);
     const outcomes = { nothing: 0, complete: 0, interruptedBySigint: 0, stagingLeftBySigkill: 0, killedWhileEmitting: 0 };
-    for (let index = 0; index < KILLS; index += 1) {
+    const allOccurred = () => outcomes.nothing > 0 && outcomes.complete > 0 && outcomes.interruptedBySigint > 0 && outcomes.stagingLeftBySigkill > 0;
+    let kills = 0;
+    for (let index = 0; index < MAX_KILLS && (index < MIN_KILLS || !allOccurred()); index += 1) {
+      kills += 1;
       const signal = index % 2 === 0 ? 'SIGKILL' : 'SIGINT';
       // Half the kills anywhere in the run or after it (runs vary with the
       // machine's load), half in its last stretch, where the packages are
@@ -177,7 +187,7 @@ describe('interrupted packs', () => {
       // Nothing but outputs and hidden staging directories ever appears beside --out.
       expect((await readdir(parent)).filter((name) => !STAGING.test(name) && !/^out-\d+$/.test(name)), context).toEqual([]);
     }
-    console.log(`kill loop: an undisturbed run takes ${Math.round(runMs)} ms; outcomes ${JSON.stringify(outcomes)}`);
+    console.log(`kill loop: an undisturbed run takes ${Math.round(runMs)} ms; ${kills} kills; outcomes ${JSON.stringify(outcomes)}`);
     // The schedule reached both before and after the commit, SIGINT was
     // handled, and SIGKILL did leave staging behind for later runs to clear.
     expect(outcomes.nothing).toBeGreaterThan(0);
@@ -298,19 +308,17 @@ describe('a REJECT writes nothing', () => {
   });
 
   it.each([
-    ['faulty/env-change.py', /side effects: env_changed/, 20],
+    ['faulty/env-change.py', [/side effects: env_changed/]],
     // Each of the 4 rows stops at its own first crash.
-    ['faulty/crash-on-attacks.py', /crashed on 4 attack candidates/, 20],
-    // A hang costs one 500 ms call timeout in the gate, and for now one more
-    // per gold and per wrong answer in the dataset health check after it.
-    ['faulty/loop-forever.py', /timed out on a (valid|plainly wrong) answer/, 12],
-  ] as const)('%s', async (verifier, reason, budgetSeconds) => {
+    ['faulty/crash-on-attacks.py', [/crashed on 4 attack candidates/]],
+    // A hang costs one 500 ms call timeout, not one per candidate: the
+    // audit stops at the first, and says which rows it left unaudited.
+    ['faulty/loop-forever.py', [/timed out on a (valid|plainly wrong) answer/, /stopped at the first timeout or crash/]],
+  ] as const)('%s', async (verifier, reasons) => {
     const parent = await mkdtemp(path.join(scratch, 'reject-'));
     const out = path.join(parent, 'nested', 'out');
-    const started = performance.now();
     const run = await pack(out, ['--policy', fastPolicy], await arithSeed(verifier));
-    expect((performance.now() - started) / 1000).toBeLessThan(budgetSeconds);
-    expect(run.stdout).toMatch(reason);
+    for (const reason of reasons) expect(run.stdout).toMatch(reason);
     expect(run.stderr).toMatch(/nothing written to .*out: the verifier was rejected/);
     expect(run.exitCode).toBe(1);
     expect(await readdir(parent)).toEqual([]);
@@ -338,8 +346,10 @@ describe('determinism', () => {
   }
 
   it.each([
-    ['a gameable verifier', 'examples/verifiers/substring.py:reward', 10],
-    ['a robust verifier', 'examples/verifiers/strict.py:reward', 10],
+    // Four runs each (ten before), every record compared with the others;
+    // the two workers interleave their calls differently in each run.
+    ['a gameable verifier', 'examples/verifiers/substring.py:reward', 4],
+    ['a robust verifier', 'examples/verifiers/strict.py:reward', 4],
     // Worker restarts and stopping at the first failure must not make the record vary.
     ['a verifier that crashes on attacks', 'test/fixtures/faulty/crash-on-attacks.py:reward', 3],
     ['a verifier that kills the children it starts', 'test/fixtures/faulty/ctypes-fork.py:reward', 3],

@@ -23,13 +23,13 @@ const PYTHON = process.env.GATEKEPT_PYTHON ?? 'python3';
 const FIXTURES = path.join('test', 'fixtures', 'faulty');
 const CALL_MS = 500;
 const IMPORT_MS = 1000;
-// A hanging verifier may cost one call timeout per phase and a few worker
-// starts, and one that hangs its warm-up past every timer (signals blocked)
-// a call timeout and a second more before its worker starts again without
-// one; a dozen 500 ms timeouts on top of that would not fit.
-const TIMEOUT_BUDGET_S = 12;
-// Everything else finishes in a few seconds even on a loaded two-core machine.
-const BUDGET_S = 20;
+// Every run here ends by itself within seconds, hanging verifiers included
+// (one call timeout per phase and a few worker starts). This only stops one
+// that would not end, far beyond what any load stretches a run to, so the
+// test fails with what the run printed rather than at its own timeout. How
+// long a rejection takes is for the benchmarks under scripts/, not for a
+// functional test.
+const RUN_TIMEOUT_MS = 100_000;
 
 let scratch: string;
 let policyFile: string;
@@ -51,7 +51,8 @@ interface GateRun {
   exitCode: number | undefined;
   stdout: string;
   stderr: string;
-  seconds: number;
+  /** Whether the run had to be stopped at RUN_TIMEOUT_MS. */
+  timedOut: boolean;
   /** The run's own TMPDIR: the worker's working directory lives in it. */
   tmp: string;
   canary: string;
@@ -61,7 +62,6 @@ interface GateRun {
 async function gateFixture(fixture: string, extra: readonly string[] = []): Promise<GateRun> {
   const tmp = await mkdtemp(path.join(scratch, 'run-'));
   const canary = `canary-${randomUUID()}`;
-  const started = performance.now();
   const run = await execa(
     process.execPath,
     [BIN, 'gate', '--reward', `${FIXTURES}/${fixture}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policyFile, ...extra],
@@ -70,18 +70,18 @@ async function gateFixture(fixture: string, extra: readonly string[] = []): Prom
       reject: false,
       stdin: 'ignore',
       env: { TMPDIR: tmp, FORCE_COLOR: '0', AWS_SECRET_ACCESS_KEY: canary, OPENAI_API_KEY: canary, GATEKEPT_CANARY: canary },
+      timeout: RUN_TIMEOUT_MS,
     },
   );
-  const seconds = (performance.now() - started) / 1000;
-  return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, seconds, tmp, canary };
+  return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, timedOut: run.timedOut, tmp, canary };
 }
 
 /** What holds for every faulty verifier, whatever it did. */
-async function expectContained(run: GateRun, budgetSeconds: number): Promise<void> {
+async function expectContained(run: GateRun): Promise<void> {
   const leftovers = await leftoverProcesses(run.tmp);
   killAll(leftovers);
   expect(leftovers, 'processes left behind').toEqual([]);
-  expect(run.seconds).toBeLessThan(budgetSeconds);
+  expect(run.timedOut, 'the run ended by itself').toBe(false);
   expect(run.stdout).not.toContain(run.canary);
   expect(run.stderr).not.toContain(run.canary);
   // The run's working directories are gone with it.
@@ -103,7 +103,7 @@ describe('child processes are allowed within limits, recorded, and do not outliv
       expect(run.exitCode).toBe(0);
       expect(processes?.examples.join('\n')).toMatch(example);
     }
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 
   it.each([
@@ -114,7 +114,7 @@ describe('child processes are allowed within limits, recorded, and do not outliv
     expect(run.stdout).toMatch(/^decision: REJECT$/m);
     expect(run.stdout).toMatch(reason);
     expect(run.exitCode).toBe(1);
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 });
 
@@ -123,40 +123,40 @@ describe('a well-behaved control', () => {
     const run = await gateFixture('../well-behaved');
     expect(run.stdout).toMatch(/decision: PASS/);
     expect(run.exitCode).toBe(0);
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 });
 
 describe('misbehaving verifiers are rejected (exit 1)', () => {
   it.each([
     // hangs
-    ['loop-forever', /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms/, TIMEOUT_BUDGET_S],
-    ['loop-signals-blocked', /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms/, TIMEOUT_BUDGET_S],
-    ['backtrack', /unauditable: the verifier timed-out on 1 attack candidate/, TIMEOUT_BUDGET_S],
-    ['hang-on-attacks', /unauditable: the verifier timed-out on 1 attack candidate/, TIMEOUT_BUDGET_S],
+    ['loop-forever', /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms/],
+    ['loop-signals-blocked', /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms/],
+    ['backtrack', /unauditable: the verifier timed-out on 1 attack candidate/],
+    ['hang-on-attacks', /unauditable: the verifier timed-out on 1 attack candidate/],
     // resources and processes
-    ['memory-hog', /broken verifier: it raised on a valid answer .*MemoryError/, BUDGET_S],
+    ['memory-hog', /broken verifier: it raised on a valid answer .*MemoryError/],
     // ending the process
-    ['sys-exit', /side effects: exit_attempt .*sys\.exit\(0\)/, BUDGET_S],
-    ['os-exit', /side effects: exit_attempt .*os\._exit\(0\)/, BUDGET_S],
-    ['self-kill', /side effects: kill_blocked .*os\.kill to itself \(signal 9\)/, BUDGET_S],
-    ['crash-on-attacks', /unauditable: the verifier crashed on 1 attack candidate/, BUDGET_S],
+    ['sys-exit', /side effects: exit_attempt .*sys\.exit\(0\)/],
+    ['os-exit', /side effects: exit_attempt .*os\._exit\(0\)/],
+    ['self-kill', /side effects: kill_blocked .*os\.kill to itself \(signal 9\)/],
+    ['crash-on-attacks', /unauditable: the verifier crashed on 1 attack candidate/],
     // side effects
-    ['env-change', /side effects: env_changed .*GATEKEPT_FAULT_ENV/, BUDGET_S],
+    ['env-change', /side effects: env_changed .*GATEKEPT_FAULT_ENV/],
     // what it returns
-    ['returns-nan', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
-    ['returns-inf', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
-    ['returns-huge', /non-finite-reward \(returned NaN or an infinite reward\)/, BUDGET_S],
-    ['returns-none', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
-    ['returns-string', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
-    ['returns-list', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/, BUDGET_S],
-    ['raises-on-some', /unauditable: the verifier raised on \d+ attack candidates/, BUDGET_S],
-  ] as const)('%s', async (fixture, reason, budget) => {
+    ['returns-nan', /non-finite-reward \(returned NaN or an infinite reward\)/],
+    ['returns-inf', /non-finite-reward \(returned NaN or an infinite reward\)/],
+    ['returns-huge', /non-finite-reward \(returned NaN or an infinite reward\)/],
+    ['returns-none', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
+    ['returns-string', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
+    ['returns-list', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
+    ['raises-on-some', /unauditable: the verifier raised on \d+ attack candidates/],
+  ] as const)('%s', async (fixture, reason) => {
     const run = await gateFixture(fixture);
     expect(run.stdout).toMatch(/^decision: REJECT$/m);
     expect(run.stdout).toMatch(reason);
     expect(run.exitCode).toBe(1);
-    await expectContained(run, budget);
+    await expectContained(run);
   });
 
   it('loud: megabytes of output and forged replies neither reach the terminal nor the protocol', async () => {
@@ -167,7 +167,7 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
     expect(record.hackability).toBeGreaterThanOrEqual(15);
     expect(run.stdout.length + run.stderr.length).toBeLessThan(2_000_000);
     expect(run.stdout).not.toMatch(/x{1000}|y{1000}|z{1000}/);
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 
   it('write-outside: nothing is written beside the working directory or beside the verifier', async () => {
@@ -176,7 +176,7 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
     expect(run.stdout).toMatch(/side effects: file_write_blocked .*open for writing: .*gatekept-escaped\.txt/);
     expect(existsSync(path.join(run.tmp, 'gatekept-escaped.txt'))).toBe(false);
     expect(existsSync(path.join(PACKAGE_ROOT, FIXTURES, 'gatekept-escaped.txt'))).toBe(false);
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 
   it('network: the connection is refused before it leaves the process', async () => {
@@ -195,7 +195,7 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
       expect(run.stdout).toMatch(/side effects: network_blocked .*socket\.connect: \('127\.0\.0\.1', 47613\)/);
       // Only meaningful when this test owns the port.
       if (listening) expect(connections).toBe(0);
-      await expectContained(run, BUDGET_S);
+      await expectContained(run);
     } finally {
       server.close();
     }
@@ -211,7 +211,7 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
       expect.objectContaining({ kind: 'file_read_blocked', examples: expect.arrayContaining(["read of its parent's environment (/proc/<pid>/environ)"]) }),
     );
     expect(JSON.stringify(record)).not.toMatch(/canary-/);
-    await expectContained(run, BUDGET_S);
+    await expectContained(run);
   });
 });
 
@@ -227,7 +227,7 @@ describe('verifiers that cannot be loaded are bad input (exit 2), or could not b
     expect(run.stderr).toMatch(advice);
     expect(run.exitCode).toBe(exitCode);
     expect(run.stdout).toBe('');
-    await expectContained(run, TIMEOUT_BUDGET_S);
+    await expectContained(run);
   });
 });
 

@@ -145,15 +145,14 @@ describe('gate on real verifiers', () => {
     expect(result.record.reasons[0]!.message).toMatch(/ValueError/);
   });
 
-  it('rejects a verifier that hangs, within its call timeout plus a margin', async () => {
+  it('rejects a verifier that hangs at its first call timeout', async () => {
     const policy = parsePolicy({ timeouts: { call_ms: 500 } });
-    const started = performance.now();
     const result = await gate({ ...base, reward: verifier('hangs'), answer: '42', policy });
-    const seconds = (performance.now() - started) / 1000;
     expect(result.decision).toBe('REJECT');
     expect(result.record.reasons[0]!.message).toMatch(/timed out/);
-    // One call timeout, a kill and a restart; never dozens of timeouts in a row.
-    expect(seconds).toBeLessThan(10);
+    // One call timeout, a kill and a restart; never dozens of timeouts in a
+    // row: every call of this verifier hangs, so each call made is a timeout.
+    expect(result.record.timing.evaluations).toBeLessThan(5);
   });
 
   it('is deterministic: two runs give identical records apart from timing', async () => {

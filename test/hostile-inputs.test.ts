@@ -8,10 +8,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../src/cli/run.js';
 import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cliInProcess as cli } from './support/cli.js';
 
 const STRICT = path.join(PACKAGE_ROOT, 'examples', 'verifiers', 'strict.py:reward');
 
@@ -25,17 +25,10 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function cli(argv: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(argv, { stdout: (text) => (stdout += text), stderr: (text) => (stderr += text), stderrIsTty: false });
-  return { code, stdout, stderr };
-}
-
 describe('inputs refused before the audit', () => {
   it('--choices with an empty label', async () => {
     const result = await cli(['gate', '--reward', STRICT, '--answer', 'A', '--choices', 'A,,B']);
-    expect(result.code).toBe(2);
+    expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/label is empty/);
   });
 
@@ -43,13 +36,13 @@ describe('inputs refused before the audit', () => {
     const file = path.join(scratch, 'module.py');
     await writeFile(file, 'x = 1\n');
     const result = await cli(['gate', '--reward', STRICT, '--answer', '42', '--pythonpath', file]);
-    expect(result.code).toBe(2);
+    expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/--pythonpath .*module\.py is not a directory/);
   });
 
   it.each(['report.htm', 'report.markdown', 'report.txt'])('--report %s', async (name) => {
     const result = await cli(['gate', '--reward', STRICT, '--answer', '42', '--report', path.join(scratch, name)]);
-    expect(result.code).toBe(2);
+    expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/cannot tell the report format/);
   });
 
@@ -57,7 +50,7 @@ describe('inputs refused before the audit', () => {
     const dataset = path.join(scratch, 'deep.jsonl');
     await writeFile(dataset, `${JSON.stringify({ answer: '42', info: { deep: `${'['.repeat(3000)}${']'.repeat(3000)}` } }).replace(/"(\[+\]+)"/, '$1')}\n`);
     const result = await cli(['gate', '--reward', STRICT, '--dataset', dataset]);
-    expect(result.code).toBe(2);
+    expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/line 1 nests arrays and objects more than 100 deep/);
   });
 
@@ -65,7 +58,7 @@ describe('inputs refused before the audit', () => {
     const dataset = path.join(scratch, 'latin1.jsonl');
     await writeFile(dataset, Buffer.concat([Buffer.from('{"answer": "1"}\n{"answer": "4'), Buffer.from([0xff]), Buffer.from('2"}\n')]));
     const result = await cli(['gate', '--reward', STRICT, '--dataset', dataset]);
-    expect(result.code).toBe(2);
+    expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/line 2 is not valid UTF-8/);
   });
 });

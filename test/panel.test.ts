@@ -4,25 +4,30 @@ import { describe, expect, it } from 'vitest';
 import { gate, type GateResult } from '../src/gate.js';
 import { DEFAULT_POLICY, type GatePolicy } from '../src/audit/policy.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
-import type { AnswerType } from '../src/types.js';
+import {
+  loadPanel,
+  PANEL_VARIANTS,
+  panelGateOptions,
+  panelOutcome,
+  panelVariants,
+  type Measurement,
+  type PanelEntry,
+  type PanelVariant,
+} from '../scripts/measure-gate.js';
 import { testPython } from './support/test-python.js';
 
 /**
  * The reference panel: sound verifiers written from public descriptions of
  * widely used reward code, each with one injected exploit-class bug and one
  * false-accept-class bug. Nothing in the gate knows them; they check the
- * rule, not the other way round.
+ * rule, not the other way round. Their outcomes are also what `npm run
+ * measure` commits to results/measure-gate.json; this file checks those rows.
  */
 
-interface PanelEntry {
-  file: string;
-  answer: string;
-  answer_type: AnswerType;
-  style: string;
-}
-
 const PANEL_DIR = path.join(PACKAGE_ROOT, 'test', 'panel');
-const panel = JSON.parse(readFileSync(path.join(PANEL_DIR, 'panel.json'), 'utf8')) as PanelEntry[];
+const panel: PanelEntry[] = loadPanel();
+/** The panel's rows in the committed measurement (npm run measure); measure-gate.test.ts takes them from here. */
+const committed = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'results', 'measure-gate.json'), 'utf8')) as Measurement).panel;
 // verifiers 0.4's venv holds math-verify, pinned for the panel.
 const python = testPython('verifiers-v1');
 
@@ -32,17 +37,23 @@ const hasFalseAccept = (entry: PanelEntry): boolean => readFileSync(path.join(PA
 /** Reasons a verifier with an exploit is rejected for. */
 const EXPLOIT_REASONS = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS', 'ANSWER_IGNORED'];
 
+/**
+ * Gates under the default policy, as `npm run measure` does, are made once
+ * and shared by the tests that look at the same audit: the audit is
+ * deterministic, so a second gate would only repeat the first.
+ */
+const audits = new Map<string, Promise<GateResult>>();
+
 function run(entry: PanelEntry, fn: string, strict = false, policy?: GatePolicy): Promise<GateResult> {
-  return gate({
-    reward: `${path.join(PANEL_DIR, entry.file)}:${fn}`,
-    answer: entry.answer,
-    answerType: entry.answer_type,
-    python,
-    cwd: PACKAGE_ROOT,
-    workers: 1,
-    strict,
-    ...(policy ? { policy } : {}),
-  });
+  const options = { ...panelGateOptions(entry, fn, python), strict, ...(policy ? { policy } : {}) };
+  if (policy) return gate(options);
+  const key = `${entry.file}:${fn}:${strict}`;
+  let audit = audits.get(key);
+  if (!audit) {
+    audit = gate(options);
+    audits.set(key, audit);
+  }
+  return audit;
 }
 
 function withTimeouts(timeouts: Partial<GatePolicy['timeouts']>): GatePolicy {
@@ -50,6 +61,7 @@ function withTimeouts(timeouts: Partial<GatePolicy['timeouts']>): GatePolicy {
 }
 
 const entryOf = (file: string): PanelEntry => panel.find((item) => item.file === file)!;
+const variant = (fn: string): PanelVariant => PANEL_VARIANTS.find((item) => item.fn === fn)!;
 
 describe('reference panel', () => {
   it('has at least 20 verifiers in common styles, plus math-verify, a process pool, a signal.alarm parse timeout and a reward slow on huge inputs', () => {
@@ -58,9 +70,16 @@ describe('reference panel', () => {
     expect(panel.some((entry) => entry.file === 'math_verify_reward.py')).toBe(true);
   });
 
+  it('the committed measurement has one row per entry and variant, in order, each checked against a fresh audit below', () => {
+    expect(committed.map((outcome) => `${outcome.file}:${outcome.variant}`)).toEqual(
+      panel.flatMap((entry) => panelVariants(entry).map((item) => `${entry.file}:${item.fn}`)),
+    );
+  });
+
   for (const entry of panel) {
     it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug, where there is one, passes, reported, and rejects under --strict`, async () => {
       const sound = await run(entry, 'reward');
+      const outcomes = [panelOutcome(entry, variant('reward'), sound.record)];
       expect(sound.decision, JSON.stringify(sound.record.reasons)).toBe('PASS');
       expect(sound.record.findings_total).toBe(0);
       expect(sound.record.hackability).toBe(0);
@@ -74,21 +93,26 @@ describe('reference panel', () => {
       // Checkable by hand: the same completion is paid under the gold and another answer.
       expect(finding.rewarded_under[0]).toBe(entry.answer);
       expect(finding.rewarded_under.length).toBeGreaterThan(1);
+      outcomes.push(panelOutcome(entry, variant('reward_exploit'), exploit.record));
 
-      if (!hasFalseAccept(entry)) return;
-      const falseAccept = await run(entry, 'reward_false_accept');
-      expect(falseAccept.decision, JSON.stringify(falseAccept.record.reasons)).toBe('PASS');
-      expect(falseAccept.record.findings_total).toBe(0);
-      // The bug adds false accepts the sound reader does not have, in at least one family.
-      const before = new Map(sound.record.false_accepts.families.map((family) => [family.family, family.count]));
-      const added = falseAccept.record.false_accepts.families.filter((family) => family.count > (before.get(family.family) ?? 0));
-      expect(added.length).toBeGreaterThan(0);
-      expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(true);
+      if (hasFalseAccept(entry)) {
+        const falseAccept = await run(entry, 'reward_false_accept');
+        outcomes.push(panelOutcome(entry, variant('reward_false_accept'), falseAccept.record));
+        expect(falseAccept.decision, JSON.stringify(falseAccept.record.reasons)).toBe('PASS');
+        expect(falseAccept.record.findings_total).toBe(0);
+        // The bug adds false accepts the sound reader does not have, in at least one family.
+        const before = new Map(sound.record.false_accepts.families.map((family) => [family.family, family.count]));
+        const added = falseAccept.record.false_accepts.families.filter((family) => family.count > (before.get(family.family) ?? 0));
+        expect(added.length).toBeGreaterThan(0);
+        expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(true);
 
-      const strict = await run(entry, 'reward_false_accept', true);
-      expect(strict.decision).toBe('REJECT');
-      expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
-      expect(strict.record.policy.strict).toBe(true);
+        const strict = await run(entry, 'reward_false_accept', true);
+        expect(strict.decision).toBe('REJECT');
+        expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
+        expect(strict.record.policy.strict).toBe(true);
+      }
+      // What npm run measure committed for this entry is what a fresh audit gives.
+      expect(outcomes).toEqual(committed.filter((outcome) => outcome.file === entry.file));
       // Four audits; a reward slow on huge inputs spends seconds on each long padding, more on a loaded machine.
     }, 480_000);
   }

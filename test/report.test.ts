@@ -17,6 +17,7 @@ import { GatekeptError } from '../src/errors.js';
 import { gatekeep } from '../src/pack/pack.js';
 import { loadSeed } from '../src/pack/seed.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli } from './support/cli.js';
 import { renderReport, reportFormatFor, REPORT_FILE_NAME, writeReport, type ReportRecord } from '../src/report/render-report.js';
 import { decisionSentence, envDecisionSentence, type ReportEnvAudit } from '../src/report/report-view.js';
 import { formatScorecard } from '../src/report/scorecard.js';
@@ -25,16 +26,11 @@ import { verifierTraceback } from '../src/runtime/verifier-traceback.js';
 import { formatSmokeReport, type SmokeReport } from '../src/smoke/smoke.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const FIXTURES = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'records');
 const SNAPSHOTS = path.join(PACKAGE_ROOT, 'test', '__snapshots__', 'report');
 
 async function fixture(name: string): Promise<ReportRecord> {
   return JSON.parse(await readFile(path.join(FIXTURES, `${name}.json`), 'utf8')) as ReportRecord;
-}
-
-function cli(args: string[], cwd = PACKAGE_ROOT) {
-  return execa(process.execPath, [BIN, ...args], { cwd, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
 }
 
 let scratch: string;

@@ -68,7 +68,8 @@ describe('--sandbox none', () => {
     await writeFile(path.join(dir, 'beacon_path.txt'), beacon);
     const run = await execa(
       process.execPath,
-      [BIN, 'audit', '--env', dir, '--python', testPython('verifiers-v0'), '--sandbox', 'none', '--rows', '1', '--json'],
+      // One worker: each imports verifiers and the environment (daemon included), and one shows it as well as two.
+      [BIN, 'audit', '--env', dir, '--python', testPython('verifiers-v0'), '--sandbox', 'none', '--rows', '1', '--workers', '1', '--json'],
       { reject: false, stdin: 'ignore', env: { FORCE_COLOR: '0' }, timeout: 500_000 },
     );
     expect(run.exitCode, run.stderr).not.toBeNull();

@@ -1,7 +1,6 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withAttackFiles } from '../src/audit/attack-files.js';
 import { loadCorpus } from '../src/audit/corpus.js';
@@ -9,6 +8,7 @@ import { expandCandidates } from '../src/audit/expand-candidates.js';
 import { makeRng, wrongValues } from '../src/audit/answer-values.js';
 import { isGatekeptError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli } from './support/cli.js';
 import { templateFor } from '../src/scan/emit-attacks.js';
 import { commitment, shapeOf } from '../src/scan/shape.js';
 
@@ -18,13 +18,8 @@ import { commitment, shapeOf } from '../src/scan/shape.js';
  * with them under the corpus's own rules.
  */
 
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const FIXTURES = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'scan');
-
-function cli(args: string[]) {
-  return execa(process.execPath, [BIN, ...args], { cwd: PACKAGE_ROOT, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
-}
 
 let scratch: string;
 let emitted: string;

@@ -1,11 +1,11 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import { checkRewardDistribution } from '../src/env-audit/checks/reward-distribution.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { cli, cliInProcess } from './support/cli.js';
 import { RateAlong, REPORTED_BUCKETS } from '../src/scan/rate-along.js';
 import { scan, type ScanResult } from '../src/scan/scan.js';
 import type { Rollout } from '../src/scan/read-rollouts.js';
@@ -17,7 +17,6 @@ import type { Rollout } from '../src/scan/read-rollouts.js';
  * verdict, a bare format) and call no honest rollout an exploit.
  */
 
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
 const FIXTURES = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'scan');
 const TRL = path.join(FIXTURES, 'trl-rollouts.jsonl');
@@ -25,9 +24,10 @@ const GAMEABLE = path.join(FIXTURES, 'gameable.py:reward');
 const SOUND = path.join(FIXTURES, 'sound.py:reward');
 const FIELDS = ['completion=response,answer=ground_truth'];
 
-function cli(args: string[]) {
-  return execa(process.execPath, [BIN, 'scan', ...args], { cwd: PACKAGE_ROOT, reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' });
-}
+/** `gatekept scan ARGS`, end to end. */
+const scanCli = (args: readonly string[]) => cli(['scan', ...args]);
+/** `gatekept scan ARGS` through the in-process entry, for input it refuses before scanning. */
+const scanInProcess = (args: readonly string[]) => cliInProcess(['scan', ...args]);
 
 interface Planted {
   id: string;
@@ -138,7 +138,7 @@ describe('gatekept scan (CLI)', () => {
   it('prints the record with --json and writes Markdown and HTML reports; exit 1 on REJECT', async () => {
     const md = path.join(scratch, 'scan.md');
     const html = path.join(scratch, 'scan.html');
-    const run = await cli(['--results', TRL, '--reward', GAMEABLE, '--field', FIELDS[0]!, '--json', '--report', md, '--report', html, '--python', python, '--workers', '2']);
+    const run = await scanCli(['--results', TRL, '--reward', GAMEABLE, '--field', FIELDS[0]!, '--json', '--report', md, '--report', html, '--python', python, '--workers', '2']);
     expect(run.exitCode, run.stderr).toBe(1);
     const record = JSON.parse(run.stdout);
     expect(record).toMatchObject({ schema: 'gatekept.scan/v1', decision: 'REJECT', rollouts: { exploit: 6 } });
@@ -156,28 +156,28 @@ describe('gatekept scan (CLI)', () => {
   it('exit 0 under a policy whose [scan] bound the sound verifier clears', async () => {
     const policy = path.join(scratch, 'loose.toml');
     await writeFile(policy, '[scan]\nmax_exploit_rate_ci_hi = 0.2\n');
-    const run = await cli(['--results', TRL, '--reward', SOUND, '--field', FIELDS[0]!, '--policy', policy, '--python', python, '--workers', '1']);
+    const run = await scanCli(['--results', TRL, '--reward', SOUND, '--field', FIELDS[0]!, '--policy', policy, '--python', python, '--workers', '1']);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^gatekept scan: PASS$/m);
   });
 
   it('exit 2 with a message naming what to fix', async () => {
-    const noReward = await cli(['--results', TRL]);
+    const noReward = await scanInProcess(['--results', TRL]);
     expect(noReward.exitCode).toBe(2);
     expect(noReward.stderr).toMatch(/--reward/);
-    const badField = await cli(['--results', TRL, '--reward', SOUND, '--field', 'response=completion']);
+    const badField = await scanInProcess(['--results', TRL, '--reward', SOUND, '--field', 'response=completion']);
     expect(badField.exitCode).toBe(2);
     expect(badField.stderr).toMatch(/--field "response=completion"/);
-    const missing = await cli(['--results', path.join(scratch, 'nope.jsonl'), '--reward', SOUND, '--python', python]);
+    const missing = await scanInProcess(['--results', path.join(scratch, 'nope.jsonl'), '--reward', SOUND, '--python', python]);
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toMatch(/cannot read results file/);
     // The TRL names without a mapping: the line and the field are named.
-    const unmapped = await cli(['--results', TRL, '--reward', SOUND, '--python', python]);
+    const unmapped = await scanInProcess(['--results', TRL, '--reward', SOUND, '--python', python]);
     expect(unmapped.exitCode).toBe(2);
     expect(unmapped.stderr).toMatch(/line 1 cannot be scanned: it has no "answer".*--field answer=KEY/);
     const badPolicy = path.join(scratch, 'bad.toml');
     await writeFile(badPolicy, '[scan]\nmax_exploit_rate_ci_hi = 1\n');
-    const vacuous = await cli(['--results', TRL, '--reward', SOUND, '--policy', badPolicy]);
+    const vacuous = await scanInProcess(['--results', TRL, '--reward', SOUND, '--policy', badPolicy]);
     expect(vacuous.exitCode).toBe(2);
     expect(vacuous.stderr).toMatch(/scan\.max_exploit_rate_ci_hi/);
   });

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatekeep, type PackAuditRecord } from '../src/pack/pack.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { formatSmokeReport, smoke, type SmokeReport } from '../src/smoke/smoke.js';
+import { cli as cliSpawn } from './support/cli.js';
 import { testPython } from './support/test-python.js';
 
-const BIN = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
 
 // One interpreter per target library: openenv 0.10, verifiers 0.4 and the
 // classic verifiers 0.3.1 cannot share an environment.
@@ -24,9 +24,8 @@ let verifiersDir: string;
 let verifiersV0Dir: string;
 let audit: PackAuditRecord;
 
-function cli(args: string[]) {
-  return execa(process.execPath, [BIN, 'smoke', ...args], { reject: false, stdin: 'ignore', timeout: 150_000 });
-}
+/** `gatekept smoke ARGS`, end to end; a run that would not end is stopped well past a slow one. */
+const cli = (args: readonly string[]) => cliSpawn(['smoke', ...args], { timeout: 150_000 });
 
 function isAlive(pid: number): boolean {
   try {
