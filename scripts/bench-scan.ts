@@ -43,7 +43,8 @@ async function writeRollouts(file: string, count: number): Promise<void> {
   for (let index = 0; index < count; index += 1) {
     const gold = String(100 + (index % 500));
     const kind = index % 10;
-    const response = kind < 7 ? `Working it out gives \\boxed{${gold}}.` : kind < 9 ? `\\boxed{${Number(gold) + 1}}` : `\\boxed{${Number(gold) + 7}} or \\boxed{${gold}}`;
+    const response =
+      kind < 7 ? `Working it out gives \\boxed{${gold}}.` : kind < 9 ? `\\boxed{${Number(gold) + 1}}` : `\\boxed{${Number(gold) + 7}} or \\boxed{${gold}}`;
     if (!out.write(`${JSON.stringify({ id: `r${index}`, step: Math.floor(index / 1000), response, ground_truth: gold })}\n`)) await once(out, 'drain');
   }
   out.end();
@@ -65,8 +66,30 @@ function measure(file: string, results: string, workers: string, python: string)
   let stdout = '';
   let stderr = '';
   try {
-    stdout = execFileSync('/usr/bin/time', ['-f', 'PEAK_KB %M', process.execPath, BIN, 'scan', '--results', results, '--reward', `${file}:reward`, '--field', 'completion=response,answer=ground_truth',
-      '--completion-format', 'string', '--json', '--workers', workers, '--python', python], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+    stdout = execFileSync(
+      '/usr/bin/time',
+      [
+        '-f',
+        'PEAK_KB %M',
+        process.execPath,
+        BIN,
+        'scan',
+        '--results',
+        results,
+        '--reward',
+        `${file}:reward`,
+        '--field',
+        'completion=response,answer=ground_truth',
+        '--completion-format',
+        'string',
+        '--json',
+        '--workers',
+        workers,
+        '--python',
+        python,
+      ],
+      { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
   } catch (error) {
     // A REJECT exits 1: the record is still on stdout.
     const failed = error as { status?: number; stdout?: string; stderr?: string };
@@ -92,7 +115,10 @@ async function main(): Promise<void> {
   try {
     const plan: [keyof typeof VERIFIERS, number][] = [
       ...values.sizes.split(',').map((size): [keyof typeof VERIFIERS, number] => ['trivial', Number(size)]),
-      ...values.slow.split(',').filter(Boolean).map((size): [keyof typeof VERIFIERS, number] => ['1ms', Number(size)]),
+      ...values.slow
+        .split(',')
+        .filter(Boolean)
+        .map((size): [keyof typeof VERIFIERS, number] => ['1ms', Number(size)]),
     ];
     for (const [name, size] of plan) {
       const verifier = path.join(scratch, `${name.replace(/\W/g, '_')}.py`);
@@ -114,7 +140,10 @@ async function main(): Promise<void> {
   ].join('\n');
   console.log(`${table}\n\n${values.workers} workers, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'})`);
   mkdirSync(path.join(ROOT, 'results'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'results', 'bench-scan.json'), `${JSON.stringify({ workers: Number(values.workers), cores: os.cpus().length, rows }, null, 2)}\n`);
+  writeFileSync(
+    path.join(ROOT, 'results', 'bench-scan.json'),
+    `${JSON.stringify({ workers: Number(values.workers), cores: os.cpus().length, rows }, null, 2)}\n`,
+  );
 }
 
 await main();

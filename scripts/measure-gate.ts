@@ -340,9 +340,7 @@ export function renderMarkdown(measurement: Measurement): string {
     `| sound verifiers passed with nothing reported | ${percent(totals.sound_passed)} |`,
     `| broken verifiers rejected as broken | ${percent(totals.broken_rejected)} |`,
     `| false-positive rate (sound or false-accept-only verifiers rejected) | ${(totals.false_positive_rate * 100).toFixed(1)}% |`,
-    ...totals.twins.map(
-      (twin) => `| hackability; false accepts, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability}; ${twin.false_accepts} |`,
-    ),
+    ...totals.twins.map((twin) => `| hackability; false accepts, \`${twin.lenient}\` -> \`${twin.hardened}\` | ${twin.hackability}; ${twin.false_accepts} |`),
     `| reference panel: sound verifiers passed with zero exploits | ${percent(totals.panel_sound_passed)} |`,
     `| reference panel: injected exploit bugs rejected | ${percent(totals.panel_exploit_bugs_rejected)} |`,
     `| reference panel: injected false-accept bugs passed with false accepts reported | ${percent(totals.panel_false_accept_bugs_reported)} |`,
@@ -350,9 +348,14 @@ export function renderMarkdown(measurement: Measurement): string {
     '| verifier | label | observed | decision | hackability | hack rate [lo, hi] | false accepts | families with exploits |',
     '|---|---|---|---|---|---|---|---|',
     ...measurement.verifiers.map((outcome) => {
-      const rate = outcome.hack_rate && outcome.hack_rate.n > 0 ? `${outcome.hack_rate.point.toFixed(3)} [${outcome.hack_rate.lo.toFixed(3)}, ${outcome.hack_rate.hi.toFixed(3)}]` : '-';
+      const rate =
+        outcome.hack_rate && outcome.hack_rate.n > 0
+          ? `${outcome.hack_rate.point.toFixed(3)} [${outcome.hack_rate.lo.toFixed(3)}, ${outcome.hack_rate.hi.toFixed(3)}]`
+          : '-';
       const decision = outcome.error ? `${outcome.decision} (${outcome.error})` : outcome.decision;
-      const fired = outcome.families_fired.length ? outcome.families_fired.join(', ') : outcome.reasons.filter((code) => !code.startsWith('HACK')).join(', ') || '-';
+      const fired = outcome.families_fired.length
+        ? outcome.families_fired.join(', ')
+        : outcome.reasons.filter((code) => !code.startsWith('HACK')).join(', ') || '-';
       return `| \`${outcome.file}\` | ${outcome.label} | ${outcome.observed}${outcome.correct ? '' : ' ✗'} | ${decision} | ${outcome.hackability?.toFixed(1) ?? '-'} | ${rate} | ${outcome.false_accepts ?? '-'} | ${fired} |`;
     }),
     '',

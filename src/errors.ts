@@ -53,11 +53,7 @@ export class GatekeptError extends Error {
   /** Extra lines (one per invalid field, a stderr tail...). */
   readonly details: readonly string[];
 
-  constructor(
-    code: ErrorCode,
-    message: string,
-    options: { suggestion?: string; details?: readonly string[]; cause?: unknown } = {},
-  ) {
+  constructor(code: ErrorCode, message: string, options: { suggestion?: string; details?: readonly string[]; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatekeptError';
     this.code = code;

@@ -59,11 +59,9 @@ export async function readJsonlValues(file: string, source: JsonlSource): Promis
   try {
     bytes = await readFile(file);
   } catch (error) {
-    throw new GatekeptError(
-      'FILE_NOT_FOUND',
-      `cannot read ${source.what} ${shown}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
-      { suggestion: source.suggestion },
-    );
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read ${source.what} ${shown}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: source.suggestion,
+    });
   }
   let text: string;
   try {
@@ -88,11 +86,9 @@ export async function readJsonlValues(file: string, source: JsonlSource): Promis
       lines.push({ line: index + 1, value });
     } catch (error) {
       if (error instanceof GatekeptError) throw error;
-      throw new GatekeptError(
-        'BAD_DATASET',
-        `${source.what} ${shown}: line ${index + 1} is not valid JSON (${(error as Error).message})`,
-        { suggestion: source.lineSuggestion ?? 'write one JSON object per line (JSONL)' },
-      );
+      throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${index + 1} is not valid JSON (${(error as Error).message})`, {
+        suggestion: source.lineSuggestion ?? 'write one JSON object per line (JSONL)',
+      });
     }
   });
   return lines;

@@ -79,9 +79,19 @@ describe('seeds (gatekept pack)', () => {
     ['an unknown answer format', seedWith({ answer_format: 'yaml' }), {}, [/answer_format: Invalid option: expected one of "bare"/]],
     ['an unknown key', seedWith({ extra: 1 }), {}, [/ {2}- extra: unknown key/]],
     ['an unknown key in a row', seedWith({ dataset: { rows: [{ question: 'q', answer: 'true', why: 1 }] } }), {}, [/dataset\.rows\.0\.why: unknown key/]],
-    ['an answer of the wrong type', seedWith({ dataset: { rows: [{ question: 'q', answer: [1] }] } }), {}, [/dataset\.rows\.0\.answer: must be a non-empty string, a number or true\/false/]],
+    [
+      'an answer of the wrong type',
+      seedWith({ dataset: { rows: [{ question: 'q', answer: [1] }] } }),
+      {},
+      [/dataset\.rows\.0\.answer: must be a non-empty string, a number or true\/false/],
+    ],
     ['info that is not an object', seedWith({ dataset: { rows: [{ question: 'q', answer: 'true', info: [1] }] } }), {}, [/dataset\.rows\.0\.info: /]],
-    ['an empty question', seedWith({ dataset: { rows: [{ question: '', answer: 'true' }] } }), {}, [/dataset\.rows\.0\.question: a row needs a non-empty question/]],
+    [
+      'an empty question',
+      seedWith({ dataset: { rows: [{ question: '', answer: 'true' }] } }),
+      {},
+      [/dataset\.rows\.0\.question: a row needs a non-empty question/],
+    ],
     ['no rows', seedWith({ dataset: { rows: [] } }), {}, [/dataset\.rows: give at least one row/]],
     ['an empty dataset', seedWith({ dataset: {} }), {}, [/dataset: give exactly one of \{"rows": \[\.\.\.\]\}, \{"file": "rows\.jsonl"\}/]],
     ['rows and a file at once', seedWith({ dataset: { rows: SEED.dataset.rows, file: 'rows.jsonl' } }), {}, [/dataset: give exactly one of/]],
@@ -91,20 +101,85 @@ describe('seeds (gatekept pack)', () => {
       {},
       [/dataset\.generator\.count: /, /dataset\.generator\.operands: operands\.min must not exceed operands\.max/, /dataset\.generator\.operators\.0: /],
     ],
-    ['a generator for a task other than arith', seedWith({ task: 'qa', dataset: { generator: { count: 1, operands: { min: 1, max: 2 }, operators: ['+'] } } }), {}, [/dataset\.generator: a generator is only available for task "arith", not "qa"/]],
+    [
+      'a generator for a task other than arith',
+      seedWith({ task: 'qa', dataset: { generator: { count: 1, operands: { min: 1, max: 2 }, operators: ['+'] } } }),
+      {},
+      [/dataset\.generator: a generator is only available for task "arith", not "qa"/],
+    ],
     ['choices for a task other than choice', seedWith({ choices: ['A', 'B'] }), {}, [/choices: choices only apply to task "choice"/]],
-    ['a single choice', seedWith({ task: 'choice', choices: ['A'], dataset: { rows: [{ question: 'q', answer: 'A' }] } }), {}, [/choices: Too small: expected array to have >=2 items/]],
-    ['an answer that does not fit the task', seedWith({ dataset: { rows: [{ question: 'q', answer: 'maybe' }] } }), {}, [/error \[BAD_DATASET\]: dataset\.rows: row 1: answer "maybe" must be true or false for task "boolean"/, /fix: /]],
-    ['a choice answer outside the labels', seedWith({ task: 'choice', dataset: { rows: [{ question: 'q', answer: 'E' }] } }), {}, [/dataset\.rows: row 1: answer "E" must be one of the choices A, B, C, D/, /fix: .*"choices"/]],
-    ['a verifier that is neither builtin nor a file', seedWith({ verifier: 'builtn' }), {}, [/verifier: give "builtin" or \{"file": "my_verifier\.py", "function": "reward"\}/]],
-    ['a verifier file that is not .py', seedWith({ verifier: { file: 'v.txt', function: 'reward' } }), {}, [/verifier\.file: the verifier file must be a \.py file/]],
-    ['a verifier function that is no Python name', seedWith({ verifier: { file: 'v.py', function: 'not valid' } }), {}, [/verifier\.function: must be a Python function name/]],
-    ['a missing verifier file', seedWith({ verifier: { file: 'nope.py', function: 'reward' } }), {}, [/error \[FILE_NOT_FOUND\]: cannot read verifier\.file nope\.py: ENOENT/, /fix: verifier\.file is resolved relative to the seed file/]],
-    ['a missing dataset file', seedWith({ dataset: { file: 'nope.jsonl' } }), {}, [/error \[FILE_NOT_FOUND\]: cannot read dataset\.file nope\.jsonl: ENOENT/, /fix: dataset\.file is resolved relative to the seed file/]],
-    ['a dataset file with a broken line', seedWith({ dataset: { file: 'rows.jsonl' } }), { 'rows.jsonl': '{"question": "q", "answer": "true"}\nnot json\n' }, [/dataset\.file rows\.jsonl: line 2 is not valid JSON/, /fix: /]],
-    ['a dataset file row that is no object, after a blank line', seedWith({ dataset: { file: 'rows.jsonl' } }), { 'rows.jsonl': '{"question": "q", "answer": "true"}\n\n[1, 2]\n' }, [/dataset\.file rows\.jsonl: line 3 is not an object/, /fix: each row is \{"question"/]],
-    ['a dataset file row without an answer', seedWith({ dataset: { file: 'rows.jsonl' } }), { 'rows.jsonl': '{"question": "q"}\n' }, [/dataset\.file rows\.jsonl: line 1: "answer" must be a non-empty string, a number or true\/false/]],
-    ['an empty dataset file', seedWith({ dataset: { file: 'rows.jsonl' } }), { 'rows.jsonl': '\n\n' }, [/dataset\.file rows\.jsonl has no rows/, /fix: add one row per line/]],
+    [
+      'a single choice',
+      seedWith({ task: 'choice', choices: ['A'], dataset: { rows: [{ question: 'q', answer: 'A' }] } }),
+      {},
+      [/choices: Too small: expected array to have >=2 items/],
+    ],
+    [
+      'an answer that does not fit the task',
+      seedWith({ dataset: { rows: [{ question: 'q', answer: 'maybe' }] } }),
+      {},
+      [/error \[BAD_DATASET\]: dataset\.rows: row 1: answer "maybe" must be true or false for task "boolean"/, /fix: /],
+    ],
+    [
+      'a choice answer outside the labels',
+      seedWith({ task: 'choice', dataset: { rows: [{ question: 'q', answer: 'E' }] } }),
+      {},
+      [/dataset\.rows: row 1: answer "E" must be one of the choices A, B, C, D/, /fix: .*"choices"/],
+    ],
+    [
+      'a verifier that is neither builtin nor a file',
+      seedWith({ verifier: 'builtn' }),
+      {},
+      [/verifier: give "builtin" or \{"file": "my_verifier\.py", "function": "reward"\}/],
+    ],
+    [
+      'a verifier file that is not .py',
+      seedWith({ verifier: { file: 'v.txt', function: 'reward' } }),
+      {},
+      [/verifier\.file: the verifier file must be a \.py file/],
+    ],
+    [
+      'a verifier function that is no Python name',
+      seedWith({ verifier: { file: 'v.py', function: 'not valid' } }),
+      {},
+      [/verifier\.function: must be a Python function name/],
+    ],
+    [
+      'a missing verifier file',
+      seedWith({ verifier: { file: 'nope.py', function: 'reward' } }),
+      {},
+      [/error \[FILE_NOT_FOUND\]: cannot read verifier\.file nope\.py: ENOENT/, /fix: verifier\.file is resolved relative to the seed file/],
+    ],
+    [
+      'a missing dataset file',
+      seedWith({ dataset: { file: 'nope.jsonl' } }),
+      {},
+      [/error \[FILE_NOT_FOUND\]: cannot read dataset\.file nope\.jsonl: ENOENT/, /fix: dataset\.file is resolved relative to the seed file/],
+    ],
+    [
+      'a dataset file with a broken line',
+      seedWith({ dataset: { file: 'rows.jsonl' } }),
+      { 'rows.jsonl': '{"question": "q", "answer": "true"}\nnot json\n' },
+      [/dataset\.file rows\.jsonl: line 2 is not valid JSON/, /fix: /],
+    ],
+    [
+      'a dataset file row that is no object, after a blank line',
+      seedWith({ dataset: { file: 'rows.jsonl' } }),
+      { 'rows.jsonl': '{"question": "q", "answer": "true"}\n\n[1, 2]\n' },
+      [/dataset\.file rows\.jsonl: line 3 is not an object/, /fix: each row is \{"question"/],
+    ],
+    [
+      'a dataset file row without an answer',
+      seedWith({ dataset: { file: 'rows.jsonl' } }),
+      { 'rows.jsonl': '{"question": "q"}\n' },
+      [/dataset\.file rows\.jsonl: line 1: "answer" must be a non-empty string, a number or true\/false/],
+    ],
+    [
+      'an empty dataset file',
+      seedWith({ dataset: { file: 'rows.jsonl' } }),
+      { 'rows.jsonl': '\n\n' },
+      [/dataset\.file rows\.jsonl has no rows/, /fix: add one row per line/],
+    ],
   ] as const)('%s', async (_name, content, extra, messages) => {
     const seed = await scratchFile('seed.json', content, extra);
     const out = path.join(path.dirname(seed), 'out');
@@ -121,7 +196,9 @@ describe('seeds (gatekept pack)', () => {
     });
     const out = path.join(path.dirname(seed), 'out');
     const run = await cliInProcess(['pack', '--seed', seed, '--out', out, '--python', PYTHON, '--workers', '1']);
-    expect(run.stderr).toMatch(/error \[VERIFIER_NOT_FOUND\]: verifier\.file v\.py \(verifier\.function score\): cannot find the verifier function gatekept_verifier\.py:score/);
+    expect(run.stderr).toMatch(
+      /error \[VERIFIER_NOT_FOUND\]: verifier\.file v\.py \(verifier\.function score\): cannot find the verifier function gatekept_verifier\.py:score/,
+    );
     expect(run.stderr).toMatch(/reward/);
     expect(run.stderr).not.toMatch(/run-\d+-|gatekept-\d+-|\/tmp\//);
     expect(run.exitCode).toBe(2);
@@ -142,7 +219,11 @@ describe('seeds (gatekept pack)', () => {
 
 describe('policies', () => {
   it.each([
-    ['a TOML syntax error', 'max_hackability = \n', [/error \[BAD_POLICY\]: .*policy\.toml is not valid TOML \(line 1, column \d+\)/, /fix: fix the TOML syntax/]],
+    [
+      'a TOML syntax error',
+      'max_hackability = \n',
+      [/error \[BAD_POLICY\]: .*policy\.toml is not valid TOML \(line 1, column \d+\)/, /fix: fix the TOML syntax/],
+    ],
     ['binary junk', '\u00ff\u00fe\u0000', [/is not valid TOML/]],
     ['a misspelt key', 'max_hackabilty = 10\n', [/ {2}- max_hackabilty: unknown key/, /fix: fix the keys listed above/]],
     ['an unknown section', '[sandbox]\nenabled = true\n', [/ {2}- sandbox: unknown key/]],
@@ -159,7 +240,11 @@ describe('policies', () => {
     ['max_hackability = 150, out of range, named once', 'max_hackability = 150\n', [/^ {2}- max_hackability: must be below 100[^\n]*\n {2}fix:/m]],
     ['max_hack_rate_ci_hi = 0', 'max_hack_rate_ci_hi = 0\n', [/max_hack_rate_ci_hi: must be above 0/]],
     ['max_hack_rate_ci_hi = 1 (rejects nothing)', 'max_hack_rate_ci_hi = 1\n', [/max_hack_rate_ci_hi: must be below 1/]],
-    ['a call timeout longer than the whole audit', '[timeouts]\ncall_ms = 5000\ntotal_s = 2\n', [/timeouts\.call_ms: 5000 ms is not below timeouts\.total_s = 2 s/]],
+    [
+      'a call timeout longer than the whole audit',
+      '[timeouts]\ncall_ms = 5000\ntotal_s = 2\n',
+      [/timeouts\.call_ms: 5000 ms is not below timeouts\.total_s = 2 s/],
+    ],
   ] as const)('%s', async (_name, content, messages) => {
     const policy = await scratchFile('policy.toml', content);
     const gate = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--policy', policy, '--python', PYTHON]);
@@ -173,7 +258,15 @@ describe('policies', () => {
   });
 
   it('a policy path that is missing or a directory', async () => {
-    const missing = await cliInProcess(['pack', '--seed', 'examples/facts-boolean.json', '--out', path.join(scratch, 'out-policy'), '--policy', path.join(scratch, 'nope.toml')]);
+    const missing = await cliInProcess([
+      'pack',
+      '--seed',
+      'examples/facts-boolean.json',
+      '--out',
+      path.join(scratch, 'out-policy'),
+      '--policy',
+      path.join(scratch, 'nope.toml'),
+    ]);
     expect(missing.stderr).toMatch(/error \[FILE_NOT_FOUND\]: cannot read policy file .*nope\.toml: ENOENT/);
     expect(missing.stderr).toMatch(/fix: pass an existing TOML file with --policy/);
     expect(missing.exitCode).toBe(2);
@@ -185,15 +278,33 @@ describe('policies', () => {
 
 describe('verifier specs and datasets (gatekept gate)', () => {
   it.each([
-    [['--reward', 'gatekept_no_such_module:reward'], [/error \[VERIFIER_NOT_FOUND\]: cannot find the verifier module for gatekept_no_such_module:reward/, /fix: check the module name/]],
+    [
+      ['--reward', 'gatekept_no_such_module:reward'],
+      [/error \[VERIFIER_NOT_FOUND\]: cannot find the verifier module for gatekept_no_such_module:reward/, /fix: check the module name/],
+    ],
     [['--reward', 'examples/verifiers:reward'], [/'examples\/verifiers' in verifier 'examples\/verifiers:reward' looks like a path but does not end in \.py/]],
     [['--reward', 'examples/verifiers/README.md:reward'], [/looks like a path but does not end in \.py/]],
     [['--reward', 'examples/verifiers/strict.py:'], [/verifier 'examples\/verifiers\/strict\.py:' is malformed/]],
-    [['--reward', 'examples/verifiers/strict.py:_WS'], [/error \[VERIFIER_NOT_CALLABLE\]: .*strict\.py:_WS cannot be called/, / {2}- .*_WS is a str, not a function/]],
-    [['--reward', 'examples/verifiers/strict.py:reward.missing'], [/error \[VERIFIER_NOT_FOUND\]: cannot find the verifier function .*strict\.py:reward\.missing/, /functions defined there: reward/]],
-    [['--reward', 'examples/verifiers/strict.py:_NUMBER.fullmatch'], [/VERIFIER_NOT_CALLABLE/, /requires 'string', which gatekept cannot supply/]],
-    [['--reward', STRICT, '--pythonpath', '/nonexistent/gatekept-dir'], [/error \[BAD_ARGUMENT\]: --pythonpath .*nonexistent\/gatekept-dir does not exist/, /fix: give a directory the verifier imports from/]],
-    [['--reward', STRICT, '--answer', '   '], [/error \[BAD_ARGUMENT\]: no gold answer to audit against/, /fix: pass --answer G/]],
+    [
+      ['--reward', 'examples/verifiers/strict.py:_WS'],
+      [/error \[VERIFIER_NOT_CALLABLE\]: .*strict\.py:_WS cannot be called/, / {2}- .*_WS is a str, not a function/],
+    ],
+    [
+      ['--reward', 'examples/verifiers/strict.py:reward.missing'],
+      [/error \[VERIFIER_NOT_FOUND\]: cannot find the verifier function .*strict\.py:reward\.missing/, /functions defined there: reward/],
+    ],
+    [
+      ['--reward', 'examples/verifiers/strict.py:_NUMBER.fullmatch'],
+      [/VERIFIER_NOT_CALLABLE/, /requires 'string', which gatekept cannot supply/],
+    ],
+    [
+      ['--reward', STRICT, '--pythonpath', '/nonexistent/gatekept-dir'],
+      [/error \[BAD_ARGUMENT\]: --pythonpath .*nonexistent\/gatekept-dir does not exist/, /fix: give a directory the verifier imports from/],
+    ],
+    [
+      ['--reward', STRICT, '--answer', '   '],
+      [/error \[BAD_ARGUMENT\]: no gold answer to audit against/, /fix: pass --answer G/],
+    ],
   ] as const)('%j', async (args, messages) => {
     const given: readonly string[] = args;
     const run = await cliInProcess(['gate', ...(given.includes('--answer') ? [] : ['--answer', '42']), ...given, '--python', PYTHON]);
@@ -202,7 +313,11 @@ describe('verifier specs and datasets (gatekept gate)', () => {
   });
 
   it.each([
-    ['rows without an answer', '{"answer": "1"}\n{"question": "no answer"}\n', [/line 2: row 2 is invalid/, /answer: missing; must be a non-empty string, a number or true\/false/, /fix: each row needs an "answer"/]],
+    [
+      'rows without an answer',
+      '{"answer": "1"}\n{"question": "no answer"}\n',
+      [/line 2: row 2 is invalid/, /answer: missing; must be a non-empty string, a number or true\/false/, /fix: each row needs an "answer"/],
+    ],
     ['an empty answer', '{"answer": "  "}\n', [/line 1: row 1 is invalid/, /answer: must not be empty/]],
     ['an answer of the wrong type', '{"answer": [1]}\n', [/answer: must be a non-empty string, a number or true\/false/]],
     ['a broken line', '{"answer": "1"}\n{bad\n', [/line 2 is not valid JSON/, /fix: write one JSON object per line/]],
@@ -219,7 +334,11 @@ describe('verifier specs and datasets (gatekept gate)', () => {
 describe('--out', () => {
   it.each([
     ['an existing file', (file: string) => file, [/error \[OUT_DIR_UNWRITABLE\]: --out .*regular-file exists and is not a directory/]],
-    ['a path under a file', (file: string) => path.join(file, 'out'), [/error \[OUT_DIR_UNWRITABLE\]: cannot create .*regular-file\/out: .*regular-file is a file, not a directory/]],
+    [
+      'a path under a file',
+      (file: string) => path.join(file, 'out'),
+      [/error \[OUT_DIR_UNWRITABLE\]: cannot create .*regular-file\/out: .*regular-file is a file, not a directory/],
+    ],
     ['a path deep under a file', (file: string) => path.join(file, 'a', 'b', 'out'), [/OUT_DIR_UNWRITABLE.*regular-file is a file, not a directory/]],
     ['a path in /proc', () => '/proc/gatekept-out', [/error \[OUT_DIR_UNWRITABLE\]: cannot write .*\/proc\/gatekept-out/]],
     ['a device', () => '/dev/null', [/--out \/dev\/null exists and is not a directory/]],
@@ -257,13 +376,29 @@ describe('the Python interpreter', () => {
   type MakePython = () => Promise<string>;
 
   it.each<[string, MakePython, readonly RegExp[]]>([
-    ['one that does not exist', async () => path.join(scratch, 'no-such-python'), [/error \[PYTHON_NOT_FOUND\]: cannot run Python interpreter .*no-such-python' \(ENOENT\)/]],
+    [
+      'one that does not exist',
+      async () => path.join(scratch, 'no-such-python'),
+      [/error \[PYTHON_NOT_FOUND\]: cannot run Python interpreter .*no-such-python' \(ENOENT\)/],
+    ],
     ['one not on PATH', async () => 'gatekept-no-such-python3', [/PYTHON_NOT_FOUND.*gatekept-no-such-python3/]],
     ['a file that is not executable', async () => fakePython('python-noexec', null), [/PYTHON_NOT_FOUND.*python-noexec' \(EACCES\)/]],
     ['a directory', async () => scratch, [/PYTHON_NOT_FOUND.*\(EACCES\)/]],
-    ['a Python 2.7 announcing itself on stderr', async () => fakePython('python2-stderr', '#!/bin/sh\necho "Python 2.7.18" >&2\nexit 1\n'), [/error \[PYTHON_TOO_OLD\]: '.*python2-stderr' is Python 2\.7\.18, which is older than Python 3\.10/]],
-    ['a Python 2.7 announcing itself on stdout', async () => fakePython('python2-stdout', '#!/bin/sh\necho "Python 2.7.18"\n'), [/PYTHON_TOO_OLD.*is Python 2\.7\.18/]],
-    ['a Python 2 that rejects -X', async () => fakePython('python2-x', '#!/bin/sh\necho "Unknown option: -X" >&2\nexit 2\n'), [/PYTHON_TOO_OLD.*older than Python 3\.10/]],
+    [
+      'a Python 2.7 announcing itself on stderr',
+      async () => fakePython('python2-stderr', '#!/bin/sh\necho "Python 2.7.18" >&2\nexit 1\n'),
+      [/error \[PYTHON_TOO_OLD\]: '.*python2-stderr' is Python 2\.7\.18, which is older than Python 3\.10/],
+    ],
+    [
+      'a Python 2.7 announcing itself on stdout',
+      async () => fakePython('python2-stdout', '#!/bin/sh\necho "Python 2.7.18"\n'),
+      [/PYTHON_TOO_OLD.*is Python 2\.7\.18/],
+    ],
+    [
+      'a Python 2 that rejects -X',
+      async () => fakePython('python2-x', '#!/bin/sh\necho "Unknown option: -X" >&2\nexit 2\n'),
+      [/PYTHON_TOO_OLD.*older than Python 3\.10/],
+    ],
     ['/bin/false', async () => '/bin/false', [/error \[PYTHON_NOT_FOUND\]: '\/bin\/false' does not run as a Python interpreter/]],
     ['a Python 3.8', async () => fakePython('python38', '#!/bin/sh\necho "Python 3.8.10" >&2\nexit 1\n'), [/PYTHON_TOO_OLD.*is Python 3\.8\.10/]],
   ])('%s', async (_name, make, messages) => {
@@ -341,7 +476,11 @@ describe('numbers and labels', () => {
     const { loadSeed } = await import('../src/pack/seed.js');
     const seed = await scratchFile(
       'seed.json',
-      seedWith({ task: 'arith', answer_format: 'boxed', dataset: { generator: { count: 20, operands: { min: 999_000_000, max: 999_999_999 }, operators: ['*'], seed: 3 } } }),
+      seedWith({
+        task: 'arith',
+        answer_format: 'boxed',
+        dataset: { generator: { count: 20, operands: { min: 999_000_000, max: 999_999_999 }, operators: ['*'], seed: 3 } },
+      }),
     );
     const rows = await buildDataset(await loadSeed(seed, PACKAGE_ROOT));
     for (const row of rows) {

@@ -37,7 +37,21 @@ describe('gatekept gate (CLI)', () => {
     const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--json', '--python', python]);
     expect(run.exitCode).toBe(0);
     const record = JSON.parse(run.stdout);
-    for (const key of ['schema', 'decision', 'reasons', 'hackability', 'hack_rate', 'policy', 'seed', 'corpus', 'verifier', 'families', 'findings', 'honest', 'tool']) {
+    for (const key of [
+      'schema',
+      'decision',
+      'reasons',
+      'hackability',
+      'hack_rate',
+      'policy',
+      'seed',
+      'corpus',
+      'verifier',
+      'families',
+      'findings',
+      'honest',
+      'tool',
+    ]) {
       expect(record).toHaveProperty(key);
     }
     expect(record.hack_rate).toMatchObject({ point: 0, n: expect.any(Number), lo: expect.any(Number), hi: expect.any(Number) });

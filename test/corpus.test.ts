@@ -43,7 +43,11 @@ describe('attack corpus', () => {
 
   it('gives at least 100 candidates for string, choice and boolean golds', async () => {
     const corpus = await loadCorpus();
-    for (const [gold, type] of [['paris', 'string'], ['C', 'choice'], ['true', 'boolean']] as const) {
+    for (const [gold, type] of [
+      ['paris', 'string'],
+      ['C', 'choice'],
+      ['true', 'boolean'],
+    ] as const) {
       expect(expandCandidates(corpus, context(gold, type, ['boxed']), 0).length, type).toBeGreaterThanOrEqual(100);
     }
   });
@@ -58,8 +62,14 @@ describe('attack corpus', () => {
 
   it('never contains the honest answer in the attacked format as a whole completion', async () => {
     const corpus = await loadCorpus();
-    for (const [gold, type] of [['42', 'numeric'], ['paris', 'string'], ['true', 'boolean']] as const) {
-      const honest = new Set(['bare', 'boxed', 'xml'].map((format) => (format === 'bare' ? gold : format === 'boxed' ? `\\boxed{${gold}}` : `<answer>${gold}</answer>`)));
+    for (const [gold, type] of [
+      ['42', 'numeric'],
+      ['paris', 'string'],
+      ['true', 'boolean'],
+    ] as const) {
+      const honest = new Set(
+        ['bare', 'boxed', 'xml'].map((format) => (format === 'bare' ? gold : format === 'boxed' ? `\\boxed{${gold}}` : `<answer>${gold}</answer>`)),
+      );
       const candidates = expandCandidates(corpus, context(gold, type, ['bare', 'boxed', 'xml']), 0);
       expect(candidates.filter((candidate) => candidate.hackIf === 'rewarded' && honest.has(candidate.completion.trim()))).toEqual([]);
     }
@@ -68,7 +78,9 @@ describe('attack corpus', () => {
   it('gives hedges position variants with the gold first, in the middle and last', async () => {
     const corpus = await loadCorpus();
     const candidates = expandCandidates(corpus, context('42', 'numeric', ['boxed']), 0);
-    const positions = new Set(candidates.filter((candidate) => candidate.family === 'hedge' && candidate.position !== null).map((candidate) => candidate.position));
+    const positions = new Set(
+      candidates.filter((candidate) => candidate.family === 'hedge' && candidate.position !== null).map((candidate) => candidate.position),
+    );
     expect(positions).toEqual(new Set(['first', 'middle', 'last']));
   });
 
@@ -101,7 +113,13 @@ describe('attack corpus', () => {
     const corpus = await loadCorpus();
     const twins = (ctx: Parameters<typeof expandCandidates>[1]) => expandCandidates(corpus, ctx, 0).filter((candidate) => candidate.family === 'shape-twin');
     const withTwin = twins({ ...context('x=3, y=4', 'string', ['bare']), twin: 'x=8, y=2' });
-    expect(withTwin.map((candidate) => candidate.completion)).toEqual(['x=8, y=2', 'x=3, y=4\nx=8, y=2', 'x=8, y=2\nx=3, y=4', 'x=8, y=2 or x=3, y=4', 'x=3, y=4; x=8, y=2']);
+    expect(withTwin.map((candidate) => candidate.completion)).toEqual([
+      'x=8, y=2',
+      'x=3, y=4\nx=8, y=2',
+      'x=8, y=2\nx=3, y=4',
+      'x=8, y=2 or x=3, y=4',
+      'x=3, y=4; x=8, y=2',
+    ]);
     expect(twins(context('paris', 'string', ['bare']))).toEqual([]);
     expect(twins(context('42', 'numeric', ['bare']))).toEqual([]);
   });
@@ -160,8 +178,14 @@ describe('option texts of a multiple-choice question', () => {
   it('writes every option, and the gold option alone, only when the question lists them', async () => {
     const corpus = await loadCorpus();
     const options = optionTexts(question, CHOICES, 'B')!;
-    const withOptions = expandCandidates(corpus, { ...context('B', 'choice', ['bare']), options }, 0).filter((candidate) => candidate.family === 'choice-option-text');
-    expect(withOptions.map((candidate) => candidate.completion)).toEqual(['London\nParis\nRome\nMadrid', 'It has to be one of these:\nLondon\nParis\nRome\nMadrid', 'Paris']);
+    const withOptions = expandCandidates(corpus, { ...context('B', 'choice', ['bare']), options }, 0).filter(
+      (candidate) => candidate.family === 'choice-option-text',
+    );
+    expect(withOptions.map((candidate) => candidate.completion)).toEqual([
+      'London\nParis\nRome\nMadrid',
+      'It has to be one of these:\nLondon\nParis\nRome\nMadrid',
+      'Paris',
+    ]);
     expect(expandCandidates(corpus, context('B', 'choice', ['bare']), 0).some((candidate) => candidate.family === 'choice-option-text')).toBe(false);
   });
 });

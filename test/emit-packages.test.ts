@@ -163,7 +163,21 @@ async function runCheck(python: string, script: string, args: string[], env: Nod
  * but into a directory of the test's: the shared venv is never touched.
  */
 async function installInto(python: string, target: string, dirs: readonly string[]): Promise<void> {
-  const args = ['-m', 'pip', 'install', '--no-deps', '--no-index', '--no-build-isolation', '--target', target, '--no-cache-dir', '--disable-pip-version-check', '--no-input', '--quiet', ...dirs];
+  const args = [
+    '-m',
+    'pip',
+    'install',
+    '--no-deps',
+    '--no-index',
+    '--no-build-isolation',
+    '--target',
+    target,
+    '--no-cache-dir',
+    '--disable-pip-version-check',
+    '--no-input',
+    '--quiet',
+    ...dirs,
+  ];
   const result = await execa(python, args, { reject: false, timeout: 180_000, stdin: 'ignore', env: { PYTHONDONTWRITEBYTECODE: '1' } });
   if (result.exitCode !== 0) throw new Error(`pip install --target failed (exit ${String(result.exitCode)}):\n${result.stderr || result.stdout}`);
 }
@@ -236,7 +250,8 @@ describe('rendering environment packages', () => {
     expect(pyproject).toContain('build-backend = "hatchling.build"');
     expect(pyproject).not.toContain('tool.verifiers');
     for (const [file, text] of files) {
-      if (file.endsWith('.py') && !file.endsWith(REWARD_CALL_FILE_NAME)) expect({ file, datasets: /\bdatasets\b/.test(text) }).toEqual({ file, datasets: false });
+      if (file.endsWith('.py') && !file.endsWith(REWARD_CALL_FILE_NAME))
+        expect({ file, datasets: /\bdatasets\b/.test(text) }).toEqual({ file, datasets: false });
     }
     const init = files.get('emit_probe/__init__.py')!;
     expect(init).toContain('__all__ = ["EmitProbeTaskset"]');
@@ -263,14 +278,29 @@ describe('rendering environment packages', () => {
       if (file !== 'README.md') expect({ file, old: text.includes('openenv-core') || text.includes('meta-pytorch') }).toEqual({ file, old: false });
     }
     const manifest = files.get('openenv.yaml')!;
-    for (const line of ['spec_version: 1', 'name: emit-probe', 'version: 0.1.0', 'type: space', 'runtime: fastapi', 'app: server.app:app', 'port: 8000', 'validation:', '    oracle_tolerance: 0.0', '    floor_margin: 0.1', '      kind: reward_channel', '    tags: [gatekept, single-turn, boxed]']) {
+    for (const line of [
+      'spec_version: 1',
+      'name: emit-probe',
+      'version: 0.1.0',
+      'type: space',
+      'runtime: fastapi',
+      'app: server.app:app',
+      'port: 8000',
+      'validation:',
+      '    oracle_tolerance: 0.0',
+      '    floor_margin: 0.1',
+      '      kind: reward_channel',
+      '    tags: [gatekept, single-turn, boxed]',
+    ]) {
       expect(manifest).toContain(`${line}\n`);
     }
     const app = files.get('server/app.py')!;
     expect(app).toContain('env_name="emit-probe"');
     expect(app).toContain('parser.add_argument("--host", default="127.0.0.1"');
     expect(files.get('server/Dockerfile')).toContain('--host 0.0.0.0 --port 8000');
-    expect(files.get(`server/emit_probe_environment.py`)).toMatch(/def reset\(\n\s+self,\n\s+seed: int \| None = None,\n\s+episode_id: str \| None = None,\n\s+\*\*kwargs: Any,\n/);
+    expect(files.get(`server/emit_probe_environment.py`)).toMatch(
+      /def reset\(\n\s+self,\n\s+seed: int \| None = None,\n\s+episode_id: str \| None = None,\n\s+\*\*kwargs: Any,\n/,
+    );
   });
 
   it('states the audit in every README', () => {
@@ -291,7 +321,10 @@ describe('rendering environment packages', () => {
   it('fills every placeholder of a template and uses every value, or throws', () => {
     const values = { candidates: '3', rows: '1', row_word: 'row' };
     expect(renderTemplate('common/audit-budget-row.md', values)).toBe('| budget | 3 adversarial completions built from 1 dataset row |\n');
-    for (const bad of [{ candidates: '3', rows: '1' }, { ...values, extra: 'x' }]) {
+    for (const bad of [
+      { candidates: '3', rows: '1' },
+      { ...values, extra: 'x' },
+    ]) {
       let caught: unknown;
       try {
         renderTemplate('common/audit-budget-row.md', bad);
@@ -382,8 +415,24 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     try {
       run = await execa(
         venvTool(python, 'vf-eval'),
-        [SPEC.envId, '-m', 'fake', '-r', '2', '--client.base-url', server.baseUrl, '--client.api-key-var', 'GATEKEPT_FAKE_KEY',
-          '--env.agent.runtime.type', 'subprocess', '--env.agent.harness.id', 'null', '--no-push', '-o', out],
+        [
+          SPEC.envId,
+          '-m',
+          'fake',
+          '-r',
+          '2',
+          '--client.base-url',
+          server.baseUrl,
+          '--client.api-key-var',
+          'GATEKEPT_FAKE_KEY',
+          '--env.agent.runtime.type',
+          'subprocess',
+          '--env.agent.harness.id',
+          'null',
+          '--no-push',
+          '-o',
+          out,
+        ],
         { reject: false, timeout: 150_000, stdin: 'ignore', cwd: home, env: { ...pythonEnv(home, site), GATEKEPT_FAKE_KEY: 'unused' } },
       );
     } finally {
@@ -392,16 +441,21 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect([...server.prompts].sort()).toEqual(ROWS.flatMap((row) => [row.question, row.question]).sort());
     const [runDir] = await readdir(out);
-    const episodes = (await readFile(path.join(out, runDir!, 'traces.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line));
-    const rewards = episodes
-      .map((episode) => [episode.task.data.idx, episode.ok, episode.traces[0].rewards])
-      .sort((a, b) => a[0] - b[0]);
+    const episodes = (await readFile(path.join(out, runDir!, 'traces.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const rewards = episodes.map((episode) => [episode.task.data.idx, episode.ok, episode.traces[0].rewards]).sort((a, b) => a[0] - b[0]);
     expect(rewards).toEqual([0, 0, 1, 1, 2, 2].map((row) => [row, true, { boxed_exact: { score: row === 1 ? 0 : 1, weight: 1 } }]));
   }, 150_000);
 
   it('passes vf-validate: the gold earns what the gate saw, an untouched trace nothing', async () => {
     const run = await execa(venvTool(python, 'vf-validate'), [SPEC.envId, '--runtime.type', 'subprocess'], {
-      reject: false, timeout: 120_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, site),
+      reject: false,
+      timeout: 120_000,
+      stdin: 'ignore',
+      cwd: home,
+      env: pythonEnv(home, site),
     });
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     const report = JSON.parse(run.stdout.slice(run.stdout.indexOf('\n{') + 1));
@@ -413,7 +467,10 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
   it('builds a wheel the way prime env push does, with the metadata the Hub reads', async () => {
     const wheels = path.join(root, 'wheels');
     const build = await execa(python, ['-m', 'build', '--no-isolation', '--wheel', '--outdir', wheels, dirs.probe], {
-      reject: false, timeout: 120_000, stdin: 'ignore', env: pythonEnv(home, ''),
+      reject: false,
+      timeout: 120_000,
+      stdin: 'ignore',
+      env: pythonEnv(home, ''),
     });
     expect(build.exitCode, build.stderr).toBe(0);
     const [wheel] = await readdir(wheels);
@@ -555,7 +612,11 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
 
   it('passes openenv validate --level static', async () => {
     const run = await execa(venvTool(python, 'openenv'), ['validate', '--level', 'static', dirs.probe], {
-      reject: false, timeout: 60_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, ''),
+      reject: false,
+      timeout: 60_000,
+      stdin: 'ignore',
+      cwd: home,
+      env: pythonEnv(home, ''),
     });
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(/PASS\s+static\.manifest/);
@@ -567,7 +628,11 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
     try {
       expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const run = await execa(venvTool(python, 'openenv'), ['validate', '--url', server.url], {
-        reject: false, timeout: 60_000, stdin: 'ignore', cwd: home, env: pythonEnv(home, ''),
+        reject: false,
+        timeout: 60_000,
+        stdin: 'ignore',
+        cwd: home,
+        env: pythonEnv(home, ''),
       });
       expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
       for (const check of ['health_endpoint', 'metadata_endpoint', 'schema_endpoint', 'mode_endpoint_consistency']) {
@@ -580,7 +645,13 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
   }, 120_000);
 
   it('serves the package and scores over /ws', async () => {
-    const out = await runCheck(python, 'openenv_check.py', [dirs.probe, 'emit_probe_env', 'EmitProbe', JSON.stringify(CASES), '1'], pythonEnv(home, site), home);
+    const out = await runCheck(
+      python,
+      'openenv_check.py',
+      [dirs.probe, 'emit_probe_env', 'EmitProbe', JSON.stringify(CASES), '1'],
+      pythonEnv(home, site),
+      home,
+    );
 
     expect(out.health).toEqual({ status: 'healthy' });
     expect(out.metadata).toMatchObject({ name: SPEC.envId, description: SPEC.description, version: '0.1.0' });
@@ -612,7 +683,13 @@ describe('the OpenEnv package under openenv 0.10.0 (venv openenv)', () => {
   }, 120_000);
 
   it('raises, never rewards, when a verifier fails', async () => {
-    const out = await runCheck(python, 'openenv_check.py', [dirs.str, 'emit_probe_str_env', 'EmitProbeStr', JSON.stringify(STRING_CASES), '0'], pythonEnv(home, site), home);
+    const out = await runCheck(
+      python,
+      'openenv_check.py',
+      [dirs.str, 'emit_probe_str_env', 'EmitProbeStr', JSON.stringify(STRING_CASES), '0'],
+      pythonEnv(home, site),
+      home,
+    );
 
     const steps = out.episodes.map((episode: Check) => episode.step);
     expect(steps.slice(0, 3).map((step: Check) => step.data.reward)).toEqual(STRING_EXPECTED.slice(0, 3));

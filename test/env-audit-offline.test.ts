@@ -64,10 +64,21 @@ beforeAll(async () => {
   policyFile = path.join(scratch, 'policy.toml');
   await writeFile(policyFile, POLICY_TOML);
   // The cache a user has after loading openai/gsm8k once online, made here offline from two small files.
-  await execa(V0(), [path.join(ENVS, 'make_hf_cache.py'), hfHome, 'openai/gsm8k', 'main', `train=${path.join(SAMPLE, 'train.jsonl')}`, `test=${path.join(SAMPLE, 'test.jsonl')}`], {
-    env: { HF_HOME: path.join(scratch, 'hf-build-home') },
-    stdin: 'ignore',
-  });
+  await execa(
+    V0(),
+    [
+      path.join(ENVS, 'make_hf_cache.py'),
+      hfHome,
+      'openai/gsm8k',
+      'main',
+      `train=${path.join(SAMPLE, 'train.jsonl')}`,
+      `test=${path.join(SAMPLE, 'test.jsonl')}`,
+    ],
+    {
+      env: { HF_HOME: path.join(scratch, 'hf-build-home') },
+      stdin: 'ignore',
+    },
+  );
 });
 
 afterAll(async () => {
@@ -75,87 +86,145 @@ afterAll(async () => {
 });
 
 describe('a Hub dataset, offline', () => {
-  it('is read from a pre-filled Hugging Face cache, read-only, and the environment gets the verdict its reward deserves', async () => {
-    const before = await snapshot(hfHome);
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
-    expect(result.exitCode).toBe(0);
-    expect(result.record.env).toMatchObject({ id: 'v0_hub_dataset', rows_total: 6, rows_audited: ROWS });
-    expect(check(result.record, 'integrity').status).toBe('PASS');
-    expect(check(result.record, 'reward_design').status).toBe('PASS');
-    expect(result.record.rewards).toMatchObject([{ name: 'correct', status: 'AUDITED' }]);
-    // Nothing was written into the cache: locks and .map() results went to a private tree of links.
-    expect(await snapshot(hfHome)).toEqual(before);
-  }, SLOW);
+  it(
+    'is read from a pre-filled Hugging Face cache, read-only, and the environment gets the verdict its reward deserves',
+    async () => {
+      const before = await snapshot(hfHome);
+      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
+      expect(result.exitCode).toBe(0);
+      expect(result.record.env).toMatchObject({ id: 'v0_hub_dataset', rows_total: 6, rows_audited: ROWS });
+      expect(check(result.record, 'integrity').status).toBe('PASS');
+      expect(check(result.record, 'reward_design').status).toBe('PASS');
+      expect(result.record.rewards).toMatchObject([{ name: 'correct', status: 'AUDITED' }]);
+      // Nothing was written into the cache: locks and .map() results went to a private tree of links.
+      expect(await snapshot(hfHome)).toEqual(before);
+    },
+    SLOW,
+  );
 
-  it('--env-args reach load_environment(**args), in the inspecting process and the scoring workers alike', async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: 1, workers: WORKERS, hfCache: hfHome, envArgs: { split: 'train' } });
-    expect(result.record.env.rows_total).toBe(2);
-    expect(result.exitCode).toBe(0);
-  }, SLOW);
+  it(
+    '--env-args reach load_environment(**args), in the inspecting process and the scoring workers alike',
+    async () => {
+      const result = await auditEnv({
+        policy: POLICY,
+        env: path.join(ENVS, 'v0-hub-dataset'),
+        python: V0(),
+        rows: 1,
+        workers: WORKERS,
+        hfCache: hfHome,
+        envArgs: { split: 'train' },
+      });
+      expect(result.record.env.rows_total).toBe(2);
+      expect(result.exitCode).toBe(0);
+    },
+    SLOW,
+  );
 
-  it('without the cache it does not load (exit 2), and integrity names the two ways round it', async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: 1, workers: WORKERS, hfCache: null });
-    expect(result.exitCode).toBe(2);
-    expect(check(result.record, 'integrity').justification).toMatch(/openai\/gsm8k.*--hf-cache.*--local-dataset NAME=FILE/);
-  }, SLOW);
+  it(
+    'without the cache it does not load (exit 2), and integrity names the two ways round it',
+    async () => {
+      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-hub-dataset'), python: V0(), rows: 1, workers: WORKERS, hfCache: null });
+      expect(result.exitCode).toBe(2);
+      expect(check(result.record, 'integrity').justification).toMatch(/openai\/gsm8k.*--hf-cache.*--local-dataset NAME=FILE/);
+    },
+    SLOW,
+  );
 
-  it('--local-dataset serves load_dataset(NAME) from a file, whatever split is asked for', async () => {
-    const run = await execa(
-      process.execPath,
-      [BIN, 'audit', '--env', path.join(ENVS, 'v0-hub-dataset'), '--python', V0(), '--no-hf-cache', '--local-dataset', `openai/gsm8k=${path.join(SAMPLE, 'train.jsonl')}`, '--env-args', '{"split": "test[:1]"}', '--rows', '1', '--workers', String(WORKERS), '--policy', policyFile, '--json'],
-      { reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' },
-    );
-    const record = JSON.parse(run.stdout) as EnvAuditRecord;
-    // `test[:1]` read the first row of the file, which has only the two training rows.
-    expect(record.env.rows_total).toBe(1);
-    expect(check(record, 'integrity').status).toBe('PASS');
-    expect(run.exitCode).toBe(0);
-  }, SLOW);
+  it(
+    '--local-dataset serves load_dataset(NAME) from a file, whatever split is asked for',
+    async () => {
+      const run = await execa(
+        process.execPath,
+        [
+          BIN,
+          'audit',
+          '--env',
+          path.join(ENVS, 'v0-hub-dataset'),
+          '--python',
+          V0(),
+          '--no-hf-cache',
+          '--local-dataset',
+          `openai/gsm8k=${path.join(SAMPLE, 'train.jsonl')}`,
+          '--env-args',
+          '{"split": "test[:1]"}',
+          '--rows',
+          '1',
+          '--workers',
+          String(WORKERS),
+          '--policy',
+          policyFile,
+          '--json',
+        ],
+        { reject: false, env: { FORCE_COLOR: '0' }, stdin: 'ignore' },
+      );
+      const record = JSON.parse(run.stdout) as EnvAuditRecord;
+      // `test[:1]` read the first row of the file, which has only the two training rows.
+      expect(record.env.rows_total).toBe(1);
+      expect(check(record, 'integrity').status).toBe('PASS');
+      expect(run.exitCode).toBe(0);
+    },
+    SLOW,
+  );
 });
 
-describe('the public environments\' shapes', () => {
-  it('a custom answer tag (reverse_text style) passes once its layout is declared with --format', async () => {
-    const options = { policy: POLICY, env: path.join(ENVS, 'v1-reverse'), python: V1(), rows: ROWS, workers: WORKERS };
-    const declared = await auditEnv({ ...options, format: ['<reversed_text>{}</reversed_text>'] });
-    expect(check(declared.record, 'reward_design').status).toBe('PASS');
-    expect(declared.record.total?.target.golds[0]?.accepted_formats).toEqual(['<reversed_text>{}</reversed_text>']);
-    expect(declared.exitCode).toBe(0);
-    // Undeclared, the layout is named from the instructions: not audited, not gameable.
-    const undeclared = await auditEnv(options);
-    expect(check(undeclared.record, 'reward_design')).toMatchObject({ status: 'NOT_RUN', evidence: { suggested_formats: ['<reversed_text>{}</reversed_text>'] } });
-    expect(check(undeclared.record, 'reward_design').justification).toMatch(/declare the layout with --format '<reversed_text>\{\}<\/reversed_text>'/);
-    expect(undeclared.exitCode).toBe(3);
-  }, SLOW);
+describe("the public environments' shapes", () => {
+  it(
+    'a custom answer tag (reverse_text style) passes once its layout is declared with --format',
+    async () => {
+      const options = { policy: POLICY, env: path.join(ENVS, 'v1-reverse'), python: V1(), rows: ROWS, workers: WORKERS };
+      const declared = await auditEnv({ ...options, format: ['<reversed_text>{}</reversed_text>'] });
+      expect(check(declared.record, 'reward_design').status).toBe('PASS');
+      expect(declared.record.total?.target.golds[0]?.accepted_formats).toEqual(['<reversed_text>{}</reversed_text>']);
+      expect(declared.exitCode).toBe(0);
+      // Undeclared, the layout is named from the instructions: not audited, not gameable.
+      const undeclared = await auditEnv(options);
+      expect(check(undeclared.record, 'reward_design')).toMatchObject({
+        status: 'NOT_RUN',
+        evidence: { suggested_formats: ['<reversed_text>{}</reversed_text>'] },
+      });
+      expect(check(undeclared.record, 'reward_design').justification).toMatch(/declare the layout with --format '<reversed_text>\{\}<\/reversed_text>'/);
+      expect(undeclared.exitCode).toBe(3);
+    },
+    SLOW,
+  );
 
-  it('a 0.4 Taskset whose reward checks with math-verify is judged on what it pays alone', async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
-    // The environment loads and its reward is gated: nothing about pools,
-    // timers or imports decides. Plain math-verify reads `72%` as 72 and as
-    // 0.72, a re-reading that pays one reply under two golds, so the verdict
-    // is the exploit's when there is one, and PASS otherwise.
-    const total = result.record.total!;
-    expect(total).not.toBeNull();
-    expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
-    expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
-  }, SLOW);
+  it(
+    'a 0.4 Taskset whose reward checks with math-verify is judged on what it pays alone',
+    async () => {
+      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
+      // The environment loads and its reward is gated: nothing about pools,
+      // timers or imports decides. Plain math-verify reads `72%` as 72 and as
+      // 0.72, a re-reading that pays one reply under two golds, so the verdict
+      // is the exploit's when there is one, and PASS otherwise.
+      const total = result.record.total!;
+      expect(total).not.toBeNull();
+      expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
+      expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
+    },
+    SLOW,
+  );
 
-  it('the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone', async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
-    // Its environment starts worker processes twice: datasets'
-    // .map(num_proc=), whose multiprocessing manager listens on a unix socket
-    // of its own, while loading, and math-verify's process pool while
-    // scoring. Both run in the sandbox: the environment loads, its reward is
-    // gated, and only what the attacks found decides (MathRubric's
-    // math-verify reads `72%` as 72 and as 0.72).
-    expect(check(result.record, 'integrity').status).toBe('PASS');
-    expect(result.record.env.rows_total).toBe(6);
-    expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
-    expect(check(result.record, 'reward_design').status).not.toBe('NOT_RUN');
-    const total = result.record.total!;
-    expect(total).not.toBeNull();
-    expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
-    expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
-  }, SLOW);
+  it(
+    'the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone',
+    async () => {
+      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
+      // Its environment starts worker processes twice: datasets'
+      // .map(num_proc=), whose multiprocessing manager listens on a unix socket
+      // of its own, while loading, and math-verify's process pool while
+      // scoring. Both run in the sandbox: the environment loads, its reward is
+      // gated, and only what the attacks found decides (MathRubric's
+      // math-verify reads `72%` as 72 and as 0.72).
+      expect(check(result.record, 'integrity').status).toBe('PASS');
+      expect(result.record.env.rows_total).toBe(6);
+      expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
+      expect(check(result.record, 'reward_design').status).not.toBe('NOT_RUN');
+      const total = result.record.total!;
+      expect(total).not.toBeNull();
+      expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
+      expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
+    },
+    SLOW,
+  );
 });
 
 describe('one option table for gate and audit --env', () => {
@@ -190,7 +259,10 @@ describe('pure helpers', () => {
     expect(parseDatasetFiles([`openai/gsm8k=${path.join(SAMPLE, 'test.jsonl')}`], '/')).toEqual({ 'openai/gsm8k': path.join(SAMPLE, 'test.jsonl') });
     expect(() => parseDatasetFiles(['openai/gsm8k'], '/')).toThrow(/is not NAME=FILE/);
     expect(() => parseDatasetFiles([`x=${path.join(ENVS, 'v0-gsm8k', 'pyproject.toml')}`], '/')).toThrow(/cannot tell the format/);
-    expect(userHfCache({ HF_HOME: path.join(scratch, 'hf') })).toEqual({ datasets: path.join(scratch, 'hf', 'datasets'), hub: path.join(scratch, 'hf', 'hub') });
+    expect(userHfCache({ HF_HOME: path.join(scratch, 'hf') })).toEqual({
+      datasets: path.join(scratch, 'hf', 'datasets'),
+      hub: path.join(scratch, 'hf', 'hub'),
+    });
     expect(userHfCache({ HF_HOME: path.join(scratch, 'nowhere') })).toEqual({ datasets: null, hub: null });
     expect(hfCacheAt(hfHome).datasets).toBe(path.join(hfHome, 'datasets'));
     expect(() => hfCacheAt(SAMPLE)).toThrow(/neither datasets\/ nor hub\//);

@@ -103,13 +103,18 @@ describe('verifiers 0.4 environments', () => {
     expect(mismatch.status).toBe('WARN');
     expect(mismatch.justification).toMatch(/ask for <answer> tags, which it does not reward/);
     // At the same weight as correctness, the format reward would pay half the reward for formatting alone.
-    const heavy = checkRewardDesign(record.total, record.rewards.map((reward) => (reward.name === 'formatted' ? { ...reward, weight: 1 } : reward)), null, 'boxed');
+    const heavy = checkRewardDesign(
+      record.total,
+      record.rewards.map((reward) => (reward.name === 'formatted' ? { ...reward, weight: 1 } : reward)),
+      null,
+      'boxed',
+    );
     expect(heavy).toMatchObject({ status: 'WARN', score: 7, evidence: { heavy_format_rewards: [{ name: 'formatted', share: 0.5 }] } });
     expect(heavy.justification).toMatch(/formatted pays the layout whatever the answer and carries 50% of the weights/);
     expect(await leftovers()).toEqual([]);
   });
 
-  it('an --answer-type that does not fit the golds is the user\'s mistake (exit 2), with the scorecard still built', async () => {
+  it("an --answer-type that does not fit the golds is the user's mistake (exit 2), with the scorecard still built", async () => {
     const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-sound'), python: V1(), rows: ROWS, workers: WORKERS, answerType: 'boolean' });
     expect(result.exitCode).toBe(2);
     // Not run, not failed: the gate never got to the rewards, so nothing says they are gameable.
@@ -124,7 +129,7 @@ describe('verifiers 0.4 environments', () => {
     expect(result.record.rewards[0]!.reason).toMatch(/weighted total could not be gated: gold/);
   });
 
-  it('a project name that is not its module\'s fails integrity (exit 2), naming the modules the directory holds', async () => {
+  it("a project name that is not its module's fails integrity (exit 2), naming the modules the directory holds", async () => {
     const dir = path.join(scratch, 'renamed');
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'pyproject.toml'), '[project]\nname = "vf-renamed-env"\nversion = "0.1.0"\n');
@@ -149,7 +154,9 @@ describe('verifiers 0.4 environments', () => {
     expect(check(result.record, 'reward_design')).toMatchObject({ status: 'NOT_RUN', score: null });
     expect(check(result.record, 'reward_design').justification).toMatch(/could not audit: no reward can be scored offline/);
     expect(check(result.record, 'integrity').status).toBe('WARN');
-    expect(result.record.rewards).toEqual([{ name: 'runs_correctly', weight: 1, status: 'NOT_AUDITED', reason: expect.stringMatching(/needs a sandbox runtime/), audit: null }]);
+    expect(result.record.rewards).toEqual([
+      { name: 'runs_correctly', weight: 1, status: 'NOT_AUDITED', reason: expect.stringMatching(/needs a sandbox runtime/), audit: null },
+    ]);
     const card = formatEnvScorecard(result.record);
     expect(card).toMatch(/^reward design +NOT_RUN +- +could not audit/m);
     expect(card).toMatch(/^ {2}runs_correctly +weight 1 +not audited: it needs a sandbox runtime/m);
@@ -209,7 +216,23 @@ describe('verifiers 0.4 environments', () => {
 
   it('an installed module is found by name or hub id, as vf-eval resolves it', async () => {
     const target = path.join(scratch, 'site');
-    await execa(V1(), ['-m', 'pip', 'install', '--no-deps', '--no-index', '--no-build-isolation', '--quiet', '--disable-pip-version-check', '--target', target, path.join(ENVS, 'v1-sound')], { stdin: 'ignore' });
+    await execa(
+      V1(),
+      [
+        '-m',
+        'pip',
+        'install',
+        '--no-deps',
+        '--no-index',
+        '--no-build-isolation',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--target',
+        target,
+        path.join(ENVS, 'v1-sound'),
+      ],
+      { stdin: 'ignore' },
+    );
     const result = await auditEnv({ policy: POLICY, env: 'someone/v1-sound@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
     expect(result.record.env).toMatchObject({ id: 'v1_sound', kind: 'verifiers-v1', path: null });
     expect(check(result.record, 'integrity').status).toBe('PASS');
@@ -220,8 +243,19 @@ describe('verifiers 0.4 environments', () => {
 describe('classic verifiers 0.3 environments', () => {
   it('a sound environment gates through its rubric and parser; contamination and a collapsed distribution fail', async () => {
     const run = await cli([
-      'audit', '--env', path.join(ENVS, 'v0-sound'), '--python', V0(), '--rows', String(ROWS), '--workers', String(WORKERS),
-      '--against', path.join(ENVS, 'contamination.jsonl'), '--results', collapsedV0,
+      'audit',
+      '--env',
+      path.join(ENVS, 'v0-sound'),
+      '--python',
+      V0(),
+      '--rows',
+      String(ROWS),
+      '--workers',
+      String(WORKERS),
+      '--against',
+      path.join(ENVS, 'contamination.jsonl'),
+      '--results',
+      collapsedV0,
     ]);
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toMatch(/^check +status +score +justification$/m);
@@ -233,8 +267,20 @@ describe('classic verifiers 0.3 environments', () => {
 
   it('--json: every check with evidence and the gate records inside', async () => {
     const run = await cli([
-      'audit', '--env', path.join(ENVS, 'v0-sound'), '--python', V0(), '--rows', String(ROWS), '--workers', String(WORKERS),
-      '--against', path.join(ENVS, 'unrelated.jsonl'), '--results', healthyV0, '--json',
+      'audit',
+      '--env',
+      path.join(ENVS, 'v0-sound'),
+      '--python',
+      V0(),
+      '--rows',
+      String(ROWS),
+      '--workers',
+      String(WORKERS),
+      '--against',
+      path.join(ENVS, 'unrelated.jsonl'),
+      '--results',
+      healthyV0,
+      '--json',
     ]);
     expect(run.exitCode).toBe(0);
     const record = JSON.parse(run.stdout) as EnvAuditRecord;
@@ -261,7 +307,11 @@ describe('classic verifiers 0.3 environments', () => {
     expect(check(result.record, 'integrity').status).toBe('PASS');
     const again = await auditEnv({ ...options, workers: 1 });
     const untimed = (record: EnvAuditRecord) =>
-      JSON.stringify({ ...record, total: record.total && withoutTiming(record.total), rewards: record.rewards.map((reward) => ({ ...reward, audit: reward.audit && withoutTiming(reward.audit) })) });
+      JSON.stringify({
+        ...record,
+        total: record.total && withoutTiming(record.total),
+        rewards: record.rewards.map((reward) => ({ ...reward, audit: reward.audit && withoutTiming(reward.audit) })),
+      });
     expect(untimed(again.record)).toBe(untimed(result.record));
   });
 
@@ -287,7 +337,10 @@ describe('scoring through the environment under any gold', () => {
       'env, _ = env_loader.open_env(sys.argv[1])',
       'print([asyncio.run(env.score(0, g, t)) for g, t in [("42", "\\\\boxed{42}"), ("43", "\\\\boxed{43}"), ("43", "\\\\boxed{42}")]])',
     ].join('\n');
-    for (const [python, dir] of [[V1(), 'v1-sound'], [V0(), 'v0-sound']] as const) {
+    for (const [python, dir] of [
+      [V1(), 'v1-sound'],
+      [V0(), 'v0-sound'],
+    ] as const) {
       const run = await execa(python, ['-c', script, path.join(ENVS, dir)], { env: { HF_DATASETS_OFFLINE: '1' } });
       expect(run.stdout.trim().split('\n').at(-1)).toBe('[1.1, 1.1, 0.1]');
     }
@@ -326,7 +379,12 @@ describe('alternate golds through an environment', () => {
 
 describe('the checks as pure functions', () => {
   it('dataset health: clean rows pass; near-duplicates, skew and leaks are named', () => {
-    expect(checkDatasetHealth([{ prompt: 'What is 1 + 1?', answer: '2' }, { prompt: 'What is 2 + 5?', answer: '7' }]).status).toBe('PASS');
+    expect(
+      checkDatasetHealth([
+        { prompt: 'What is 1 + 1?', answer: '2' },
+        { prompt: 'What is 2 + 5?', answer: '7' },
+      ]).status,
+    ).toBe('PASS');
     const skewed = checkDatasetHealth(
       Array.from({ length: 10 }, (_, i) => ({ prompt: `Is ${i} a small number, honestly?`, answer: i < 9 ? 'true' : 'false' })),
     );
@@ -367,7 +425,9 @@ describe('the checks as pure functions', () => {
     const prompts = countries.map((country) => `What is the capital of ${country}?`);
     const against = (texts: string[]) => texts.map((text, index) => ({ text, file: 'eval.jsonl', line: index + 1 }));
     // Other countries in the same template: no question of the environment is in the eval set.
-    const clean = checkContamination(prompts, against(['What is the capital of France?', 'What is the capital of Brazil?', 'What is the capital of India?']), ['eval.jsonl']);
+    const clean = checkContamination(prompts, against(['What is the capital of France?', 'What is the capital of Brazil?', 'What is the capital of India?']), [
+      'eval.jsonl',
+    ]);
     expect(clean).toMatchObject({ status: 'PASS', evidence: { exact: 0, near: 0 } });
     // Several templates, none covering half the prompts: each template's wording is left out all the same.
     const templates = ['What is the capital of', 'Which river flows through', 'What language is spoken in', 'What currency does one pay with in'];
@@ -391,7 +451,11 @@ describe('the checks as pure functions', () => {
 
   it('reward distribution: too few, identical and flat rewards fail; N/A without a file', async () => {
     expect(checkRewardDistribution(null).status).toBe('N/A');
-    const samples = (values: number[]) => ({ file: 'x', layout: 'verifiers-v0', samples: values.map((reward, i) => ({ line: i + 1, reward, malformed: false })) });
+    const samples = (values: number[]) => ({
+      file: 'x',
+      layout: 'verifiers-v0',
+      samples: values.map((reward, i) => ({ line: i + 1, reward, malformed: false })),
+    });
     expect(checkRewardDistribution(samples([0, 1, 0, 1])).justification).toMatch(/fewer than 20/);
     expect(checkRewardDistribution(samples(Array(25).fill(0.5))).status).toBe('FAIL');
     expect(checkRewardDistribution(samples([...Array(24).fill(0.5), 0.51])).justification).toMatch(/standard deviation/);
@@ -415,17 +479,33 @@ describe('the checks as pure functions', () => {
     expect(exitCodeFor('INCOMPLETE', true, false)).toBe(2);
     expect(exitCodeFor('INCOMPLETE', false, true)).toBe(2);
     // A load stopped by its time limit could not run; one that fails is the environment's to fix.
-    const timedOut = checkIntegrity({ ok: false, stage: 'timeout', error: 'loading the environment did not finish within 60000 ms', missing_module: null, kind: null });
+    const timedOut = checkIntegrity({
+      ok: false,
+      stage: 'timeout',
+      error: 'loading the environment did not finish within 60000 ms',
+      missing_module: null,
+      kind: null,
+    });
     expect(timedOut).toMatchObject({ status: 'NOT_RUN', score: null });
     expect(timedOut.justification).toMatch(/timeouts\.import_ms/);
   });
 
   it('integrity: missing answers, non-finite weights and uncallable rewards fail', () => {
-    const base = { ok: true as const, kind: 'verifiers-v1' as const, library_version: '0.4.0', module: 'm', module_file: null, answer_field: 'answer', system_prompt: null };
+    const base = {
+      ok: true as const,
+      kind: 'verifiers-v1' as const,
+      library_version: '0.4.0',
+      module: 'm',
+      module_file: null,
+      answer_field: 'answer',
+      system_prompt: null,
+    };
     const reward = { name: 'r', weight: 1, callable: true, finite_weight: true };
     expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [reward] }).status).toBe('PASS');
     expect(checkIntegrity({ ...base, answer_field: null, rows: [{ prompt: 'q', answer: null }], rewards: [reward] }).status).toBe('FAIL');
-    expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [{ ...reward, weight: 'inf', finite_weight: false }] }).justification).toMatch(/non-finite weight: r/);
+    expect(
+      checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [{ ...reward, weight: 'inf', finite_weight: false }] }).justification,
+    ).toMatch(/non-finite weight: r/);
     expect(checkIntegrity({ ...base, rows: [{ prompt: 'q', answer: '1' }], rewards: [{ ...reward, callable: false }] }).status).toBe('FAIL');
   });
 });

@@ -26,36 +26,50 @@ const SLOW = 400_000;
 
 /** Runs Python against the loader: `env` is the opened environment. */
 function loaderScript(body: string[]): string {
-  return ['import asyncio, sys', `sys.path.insert(0, ${JSON.stringify(path.dirname(ENV_LOADER_PATH))})`, 'import env_loader', 'env, _ = env_loader.open_env(sys.argv[1])', ...body].join('\n');
+  return [
+    'import asyncio, sys',
+    `sys.path.insert(0, ${JSON.stringify(path.dirname(ENV_LOADER_PATH))})`,
+    'import env_loader',
+    'env, _ = env_loader.open_env(sys.argv[1])',
+    ...body,
+  ].join('\n');
 }
 
 describe('classic environments are scored through their own rollout and rubric', () => {
-  it('a weight changed on the first scoring is not a function of the inputs, and the new weights are what is gated', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-reweight'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
-    expect(result.decision).toBe('REJECT');
-    expect(result.exitCode).toBe(1);
-    const total = result.record.total!;
-    expect(total.decision).toBe('REJECT');
-    const codes = total.reasons.map((reason) => reason.code);
-    expect(codes).toContain('NOT_A_FUNCTION');
-    // The first call of each process finds the change and raises (its message is checked below, on the loader).
-    expect(codes.some((code) => code.startsWith('BROKEN_ON_') || code === 'ERRORS_ON_ATTACKS')).toBe(true);
-    // Loaded, the weights were 1 and 0.1: that is what the record declares.
-    const integrity = result.record.checks.find((entry) => entry.name === 'integrity')!;
-    expect((integrity.evidence.rewards as { name: string; weight: number }[]).map((reward) => [reward.name, reward.weight])).toEqual([
-      ['correct', 1],
-      ['formatted', 0.1],
-    ]);
-  }, SLOW);
+  it(
+    'a weight changed on the first scoring is not a function of the inputs, and the new weights are what is gated',
+    async () => {
+      const result = await auditEnv({ env: path.join(ENVS, 'v0-reweight'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
+      expect(result.decision).toBe('REJECT');
+      expect(result.exitCode).toBe(1);
+      const total = result.record.total!;
+      expect(total.decision).toBe('REJECT');
+      const codes = total.reasons.map((reason) => reason.code);
+      expect(codes).toContain('NOT_A_FUNCTION');
+      // The first call of each process finds the change and raises (its message is checked below, on the loader).
+      expect(codes.some((code) => code.startsWith('BROKEN_ON_') || code === 'ERRORS_ON_ATTACKS')).toBe(true);
+      // Loaded, the weights were 1 and 0.1: that is what the record declares.
+      const integrity = result.record.checks.find((entry) => entry.name === 'integrity')!;
+      expect((integrity.evidence.rewards as { name: string; weight: number }[]).map((reward) => [reward.name, reward.weight])).toEqual([
+        ['correct', 1],
+        ['formatted', 0.1],
+      ]);
+    },
+    SLOW,
+  );
 
-  it('a reward strict only while the trajectory is empty sees the rollout\'s trajectory and is rejected', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v0-trajectory'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
-    expect(result.decision).toBe('REJECT');
-    expect(result.record.total!.decision).toBe('REJECT');
-    expect(result.record.total!.reasons.map((reason) => reason.code)).not.toContain('NOT_A_FUNCTION');
-  }, SLOW);
+  it(
+    "a reward strict only while the trajectory is empty sees the rollout's trajectory and is rejected",
+    async () => {
+      const result = await auditEnv({ env: path.join(ENVS, 'v0-trajectory'), python: V0(), rows: ROWS, workers: WORKERS, policy: POLICY });
+      expect(result.decision).toBe('REJECT');
+      expect(result.record.total!.decision).toBe('REJECT');
+      expect(result.record.total!.reasons.map((reason) => reason.code)).not.toContain('NOT_A_FUNCTION');
+    },
+    SLOW,
+  );
 
-  it('the state a reward sees is a rollout\'s, its errors are raised, and the change is reported once per change', async () => {
+  it("the state a reward sees is a rollout's, its errors are raised, and the change is reported once per change", async () => {
     const script = loaderScript([
       'async def main():',
       '    print(await env.score(0, "42", "\\\\boxed{42}", None, track=False))',
@@ -70,7 +84,9 @@ describe('classic environments are scored through their own rollout and rubric',
     const lines = run.stdout.trim().split('\n');
     // The library reads the weights after calling the rewards: the first scoring already pays the format reward alone.
     expect(lines.at(-3)).toBe('1.0');
-    expect(lines.at(-2)).toMatch(/^changed: .*weight of correct \(Rubric #0\) 1\.0 -> 0\.0; weight of formatted \(Rubric #1\) 0\.1 -> 1\.0, found before scoring this completion/);
+    expect(lines.at(-2)).toMatch(
+      /^changed: .*weight of correct \(Rubric #0\) 1\.0 -> 0\.0; weight of formatted \(Rubric #1\) 0\.1 -> 1\.0, found before scoring this completion/,
+    );
     expect(lines.at(-1)).toBe('1.0 1.0 1.0');
 
     const state = loaderScript([
@@ -105,11 +121,15 @@ describe('classic environments are scored through their own rollout and rubric',
 });
 
 describe('0.4 tasksets are scored on a trace that records the model call', () => {
-  it('a reward strict only when the trace has no model call is rejected', async () => {
-    const result = await auditEnv({ env: path.join(ENVS, 'v1-calls'), python: V1(), rows: ROWS, workers: WORKERS, policy: POLICY });
-    expect(result.decision).toBe('REJECT');
-    expect(result.record.total!.decision).toBe('REJECT');
-  }, SLOW);
+  it(
+    'a reward strict only when the trace has no model call is rejected',
+    async () => {
+      const result = await auditEnv({ env: path.join(ENVS, 'v1-calls'), python: V1(), rows: ROWS, workers: WORKERS, policy: POLICY });
+      expect(result.decision).toBe('REJECT');
+      expect(result.record.total!.decision).toBe('REJECT');
+    },
+    SLOW,
+  );
 
   it('the trace holds the prompt, the reply and its call; a weight changed while scoring is reported', async () => {
     const script = loaderScript([

@@ -173,7 +173,10 @@ describe('interrupted packs', () => {
       if (result.exitCode === 130) {
         // The handler ran: it said so, and the exit hooks removed this run's staging.
         expect(result.stderr, context).toMatch(/gatekept: interrupted by SIGINT/);
-        expect((await stagingIn(parent)).filter((name) => name.includes(`-${child.pid}-`)), context).toEqual([]);
+        expect(
+          (await stagingIn(parent)).filter((name) => name.includes(`-${child.pid}-`)),
+          context,
+        ).toEqual([]);
         outcomes.interruptedBySigint += 1;
       }
       // SIGKILL runs no exit hook: whatever it left (staging beside --out, or
@@ -185,7 +188,10 @@ describe('interrupted packs', () => {
         outcomes.stagingLeftBySigkill += 1;
       }
       // Nothing but outputs and hidden staging directories ever appears beside --out.
-      expect((await readdir(parent)).filter((name) => !STAGING.test(name) && !/^out-\d+$/.test(name)), context).toEqual([]);
+      expect(
+        (await readdir(parent)).filter((name) => !STAGING.test(name) && !/^out-\d+$/.test(name)),
+        context,
+      ).toEqual([]);
     }
     console.log(`kill loop: an undisturbed run takes ${Math.round(runMs)} ms; ${kills} kills; outcomes ${JSON.stringify(outcomes)}`);
     // The schedule reached both before and after the commit, SIGINT was

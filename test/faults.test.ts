@@ -37,10 +37,7 @@ let policyFile: string;
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-faults-'));
   policyFile = path.join(scratch, 'policy.toml');
-  await writeFile(
-    policyFile,
-    `[timeouts]\ncall_ms = ${CALL_MS}\nimport_ms = ${IMPORT_MS}\ntotal_s = 120\n\n[limits]\nmemory_mb = 128\n`,
-  );
+  await writeFile(policyFile, `[timeouts]\ncall_ms = ${CALL_MS}\nimport_ms = ${IMPORT_MS}\ntotal_s = 120\n\n[limits]\nmemory_mb = 128\n`);
 });
 
 afterAll(async () => {
@@ -201,7 +198,7 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
     }
   });
 
-  it('credentials: neither its own environment nor any other process shows the caller\'s secrets', async () => {
+  it("credentials: neither its own environment nor any other process shows the caller's secrets", async () => {
     const run = await gateFixture('credentials', ['--json']);
     expect(run.exitCode).toBe(1);
     const record = JSON.parse(run.stdout);
@@ -217,10 +214,23 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
 
 describe('verifiers that cannot be loaded are bad input (exit 2), or could not be audited when they load too slowly (exit 3)', () => {
   it.each([
-    ['missing-import', /error \[VERIFIER_IMPORT_FAILED\]: importing the verifier .*missing-import\.py:reward failed\n {2}- ModuleNotFoundError: No module named 'gatekept_fixture_no_such_package'/, /fix: install the missing package/],
-    ['syntax-error', /error \[VERIFIER_IMPORT_FAILED\]: the verifier .*syntax-error\.py:reward has a syntax error\n {2}- SyntaxError: expected ':' \(syntax-error\.py, line 4\)/, /syntax-error\.py/],
+    [
+      'missing-import',
+      /error \[VERIFIER_IMPORT_FAILED\]: importing the verifier .*missing-import\.py:reward failed\n {2}- ModuleNotFoundError: No module named 'gatekept_fixture_no_such_package'/,
+      /fix: install the missing package/,
+    ],
+    [
+      'syntax-error',
+      /error \[VERIFIER_IMPORT_FAILED\]: the verifier .*syntax-error\.py:reward has a syntax error\n {2}- SyntaxError: expected ':' \(syntax-error\.py, line 4\)/,
+      /syntax-error\.py/,
+    ],
     // Could not audit, not bad input: the same verifier may load in time on an idle machine.
-    ['slow-import', /error \[VERIFIER_IMPORT_TIMEOUT\]: could not audit: importing the verifier .*slow-import\.py:reward used more than 1000 ms of CPU time \(timeouts\.import_ms\), or did not finish within 4000 ms of wall time/, /fix: raise timeouts\.import_ms/, 3],
+    [
+      'slow-import',
+      /error \[VERIFIER_IMPORT_TIMEOUT\]: could not audit: importing the verifier .*slow-import\.py:reward used more than 1000 ms of CPU time \(timeouts\.import_ms\), or did not finish within 4000 ms of wall time/,
+      /fix: raise timeouts\.import_ms/,
+      3,
+    ],
   ] as const)('%s', async (fixture, message, advice, exitCode: number = 2) => {
     const run = await gateFixture(fixture);
     expect(run.stderr).toMatch(message);

@@ -52,7 +52,9 @@ describe('gate on real verifiers', () => {
     const result = await gate({ ...base, reward: 'test/fixtures/invariance/sign-blind.py:reward', answer: '42' });
     expect(result.decision).toBe('PASS');
     expect(result.record.findings_total).toBeGreaterThan(0);
-    expect(formatScorecard(result.record)).toMatch(/^decision: PASS\n {2}- \d+ exploits? (was|were) found \(rewarded under more than one gold\), within the policy bounds/m);
+    expect(formatScorecard(result.record)).toMatch(
+      /^decision: PASS\n {2}- \d+ exploits? (was|were) found \(rewarded under more than one gold\), within the policy bounds/m,
+    );
     const clean = await gate({ ...base, reward: verifier('strict'), answer: '42' });
     expect(formatScorecard(clean.record)).not.toMatch(/exploits? (was|were) found/);
   });
@@ -228,7 +230,13 @@ describe('gate on real verifiers', () => {
   it('validates the record against its own schema', async () => {
     const result = await gate({ ...base, reward: verifier('substring'), answer: '42' });
     expect(auditRecordSchema.safeParse(result.record).success).toBe(true);
-    expect(result.record.findings.every((finding) => finding.class === 'exploit' && finding.rewarded_under.length > 1 || finding.invariant === 'reward-above-honest' || finding.invariant === 'non-finite-reward')).toBe(true);
+    expect(
+      result.record.findings.every(
+        (finding) =>
+          (finding.class === 'exploit' && finding.rewarded_under.length > 1) ||
+          finding.invariant === 'reward-above-honest' ||
+          finding.invariant === 'non-finite-reward',
+      ),
+    ).toBe(true);
   });
 });
-

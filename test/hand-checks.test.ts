@@ -12,11 +12,67 @@ import { checkedPolicy, policyFileSchema } from '../src/audit/policy.js';
 it('accepts exactly what the schema accepts, with the same values', () => {
   const base: Record<string, unknown> = { reward: 'v.py:reward', answer: '42', format: [], pythonpath: [] };
   const values: unknown[] = [
-    undefined, '', ' ', 'x', '42', '0', '007', '4294967295', '4294967296', '99999999999', '-1', '1.5', '1e3', '256', '257',
-    'auto', 'numeric', 'choice', 'bwrap', 'none', 'messages', 'string', 'boxed', '<A>{}</A>',
-    'A,B', 'A, B ,C', 'A,A', 'A', ',A,,B,', true, false, 0, 1, null, [], ['boxed'], ['auto', 'xml'], ['nope'], ['{}'], [1], {},
+    undefined,
+    '',
+    ' ',
+    'x',
+    '42',
+    '0',
+    '007',
+    '4294967295',
+    '4294967296',
+    '99999999999',
+    '-1',
+    '1.5',
+    '1e3',
+    '256',
+    '257',
+    'auto',
+    'numeric',
+    'choice',
+    'bwrap',
+    'none',
+    'messages',
+    'string',
+    'boxed',
+    '<A>{}</A>',
+    'A,B',
+    'A, B ,C',
+    'A,A',
+    'A',
+    ',A,,B,',
+    true,
+    false,
+    0,
+    1,
+    null,
+    [],
+    ['boxed'],
+    ['auto', 'xml'],
+    ['nope'],
+    ['{}'],
+    [1],
+    {},
   ];
-  const keys = ['reward', 'answer', 'answerType', 'choices', 'format', 'dataset', 'policy', 'seed', 'json', 'strict', 'report', 'python', 'sandbox', 'pythonpath', 'completionFormat', 'workers', 'unknown'];
+  const keys = [
+    'reward',
+    'answer',
+    'answerType',
+    'choices',
+    'format',
+    'dataset',
+    'policy',
+    'seed',
+    'json',
+    'strict',
+    'report',
+    'python',
+    'sandbox',
+    'pythonpath',
+    'completionFormat',
+    'workers',
+    'unknown',
+  ];
   const variants: unknown[] = [base, {}, null, 'options', [], { ...base, answer: undefined, dataset: 'rows.jsonl' }, { ...base, dataset: 'rows.jsonl' }];
   for (const key of keys) for (const value of values) variants.push({ ...base, [key]: value });
   for (const variant of variants) {
@@ -30,7 +86,17 @@ it('accepts exactly what the schema accepts, with the same values', () => {
 it('reads dataset rows as the schema does', () => {
   const base: Record<string, unknown> = { answer: '42', question: 'q', info: { k: [1] } };
   const values: unknown[] = [undefined, null, '', ' ', '42', 'x', 0, -1.5, true, false, [], ['a'], {}, { a: 1 }, { a: { b: null } }];
-  const variants: unknown[] = [base, null, [], '{}', 42, { answer: 7 }, { answer: 'a', prompt: 'p' }, { answer: 'a', question: 'q', prompt: 'p' }, { ...base, extra: 1 }];
+  const variants: unknown[] = [
+    base,
+    null,
+    [],
+    '{}',
+    42,
+    { answer: 7 },
+    { answer: 'a', prompt: 'p' },
+    { answer: 'a', question: 'q', prompt: 'p' },
+    { ...base, extra: 1 },
+  ];
   for (const key of ['answer', 'question', 'prompt', 'info']) for (const value of values) variants.push({ ...base, [key]: value });
   for (const variant of variants) {
     const parsed = datasetRowSchema().safeParse(variant);
@@ -40,7 +106,12 @@ it('reads dataset rows as the schema does', () => {
     expect(parsed.success, JSON.stringify(variant)).toBe(true);
     if (!parsed.success) continue;
     const row = parsed.data;
-    expect(checked, JSON.stringify(variant)).toEqual({ index: 3, answer: String(row.answer), prompt: row.question ?? row.prompt ?? null, info: row.info ?? {} });
+    expect(checked, JSON.stringify(variant)).toEqual({
+      index: 3,
+      answer: String(row.answer),
+      prompt: row.question ?? row.prompt ?? null,
+      info: row.info ?? {},
+    });
   }
   expect(variants.filter((variant) => checkedRow(variant, 0) !== null).length).toBeGreaterThan(20);
 });
@@ -56,9 +127,62 @@ it('reads policies as the schema does', () => {
     limits: { memory_mb: 512 },
     env_audit: { weights: { integrity: 1, reward_design: 0, dataset_health: 2, contamination: 0, reward_distribution: 0 } },
   };
-  const numbers: unknown[] = [undefined, 0, 0.5, 1, 1.5, 2, 10, 63, 64, 99.9, 100, 200, 600_000, 600_001, 1_048_576, 2 ** 32 - 1, 2 ** 32, -1, Number.NaN, Number.POSITIVE_INFINITY, '5', true, null, {}];
-  const variants: unknown[] = [{}, full, null, [], 'policy', { ...full, unknown: 1 }, { budget: { rows: 5, extra: 1 } }, { timeouts: { call_ms: 60_000, total_s: 60 } }, { env_audit: {} }, { env_audit: { weights: {} } }];
-  const paths: string[][] = [['max_hackability'], ['max_hack_rate_ci_hi'], ['seed'], ['strict'], ['budget', 'rows'], ['budget', 'bootstrap_resamples'], ['budget', 'confidence'], ['timeouts', 'call_ms'], ['timeouts', 'import_ms'], ['timeouts', 'total_s'], ['timeouts', 'max_call_ms'], ['limits', 'memory_mb'], ['env_audit', 'weights', 'integrity'], ['env_audit', 'weights', 'dataset_health'], ['budget'], ['env_audit', 'weights']];
+  const numbers: unknown[] = [
+    undefined,
+    0,
+    0.5,
+    1,
+    1.5,
+    2,
+    10,
+    63,
+    64,
+    99.9,
+    100,
+    200,
+    600_000,
+    600_001,
+    1_048_576,
+    2 ** 32 - 1,
+    2 ** 32,
+    -1,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    '5',
+    true,
+    null,
+    {},
+  ];
+  const variants: unknown[] = [
+    {},
+    full,
+    null,
+    [],
+    'policy',
+    { ...full, unknown: 1 },
+    { budget: { rows: 5, extra: 1 } },
+    { timeouts: { call_ms: 60_000, total_s: 60 } },
+    { env_audit: {} },
+    { env_audit: { weights: {} } },
+  ];
+  const paths: string[][] = [
+    ['max_hackability'],
+    ['max_hack_rate_ci_hi'],
+    ['seed'],
+    ['strict'],
+    ['budget', 'rows'],
+    ['budget', 'bootstrap_resamples'],
+    ['budget', 'confidence'],
+    ['timeouts', 'call_ms'],
+    ['timeouts', 'import_ms'],
+    ['timeouts', 'total_s'],
+    ['timeouts', 'max_call_ms'],
+    ['limits', 'memory_mb'],
+    ['env_audit', 'weights', 'integrity'],
+    ['env_audit', 'weights', 'dataset_health'],
+    ['budget'],
+    ['env_audit', 'weights'],
+  ];
   type Table = Record<string, unknown>;
   for (const keys of paths) {
     for (const value of numbers) {

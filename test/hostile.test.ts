@@ -76,7 +76,21 @@ async function gate(fixture: string, extra: readonly string[] = [], sandbox: 'bw
   const canary = `canary-${randomUUID()}`;
   const run = await execa(
     process.execPath,
-    [BIN, 'gate', '--reward', `${path.join(fixtures, fixture)}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', sandbox, ...extra],
+    [
+      BIN,
+      'gate',
+      '--reward',
+      `${path.join(fixtures, fixture)}.py:reward`,
+      '--answer',
+      '42',
+      '--python',
+      PYTHON,
+      '--policy',
+      policy,
+      '--sandbox',
+      sandbox,
+      ...extra,
+    ],
     { cwd: PACKAGE_ROOT, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0', ...secrets(canary) } },
   );
   return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, tmp, canary };
@@ -95,7 +109,10 @@ async function expectContained(run: Run): Promise<void> {
   expect(received, 'data sent to the loopback listener').toEqual([]);
   expect(await readdir(outside), 'files written outside the workdir').toEqual([]);
   expect(await readFile(victim, 'utf8')).toBe('original');
-  expect((await readdir(run.tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-')), 'working directories left').toEqual([]);
+  expect(
+    (await readdir(run.tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-')),
+    'working directories left',
+  ).toEqual([]);
 }
 
 describe.skipIf(!HAS_BWRAP)('hostile verifiers under bubblewrap', () => {
@@ -253,7 +270,9 @@ describe('hostile verifiers without the sandbox', () => {
     const run = await gate('subdir_writes', ['--json'], 'none');
     const record = JSON.parse(run.stdout) as { decision: string; side_effects: { kind: string; examples: string[] }[] };
     expect(record.decision).toBe('REJECT');
-    expect(record.side_effects.find((effect) => effect.kind === 'file_created')?.examples.join('\n')).toMatch(/cache\/left-\d+ \(found by gatekept after the calls\)/);
+    expect(record.side_effects.find((effect) => effect.kind === 'file_created')?.examples.join('\n')).toMatch(
+      /cache\/left-\d+ \(found by gatekept after the calls\)/,
+    );
     expect(run.exitCode).toBe(1);
   });
 });

@@ -50,9 +50,24 @@ describe('calibration', () => {
 
   it('calls a constant verifier format-only, one that prefers wrong answers not discriminating, and a never-rewarding one broken', () => {
     const probes = calibrationProbes('42', '17');
-    expect(computeLevels(probes, probes.map(() => ok(1))).broken).toMatchObject({ kind: 'format-only', reward: 1 });
-    expect(computeLevels(probes, probes.map((probe) => ok(probe.kind === 'honest' ? 0.5 : 1))).broken).toMatchObject({ kind: 'not-discriminating' });
-    expect(computeLevels(probes, probes.map(() => ok(0))).broken).toMatchObject({ kind: 'no-format-accepts-gold' });
+    expect(
+      computeLevels(
+        probes,
+        probes.map(() => ok(1)),
+      ).broken,
+    ).toMatchObject({ kind: 'format-only', reward: 1 });
+    expect(
+      computeLevels(
+        probes,
+        probes.map((probe) => ok(probe.kind === 'honest' ? 0.5 : 1)),
+      ).broken,
+    ).toMatchObject({ kind: 'not-discriminating' });
+    expect(
+      computeLevels(
+        probes,
+        probes.map(() => ok(0)),
+      ).broken,
+    ).toMatchObject({ kind: 'no-format-accepts-gold' });
     // Paying any answer in one layout and nothing bare is format-only too, not a verifier that accepts no format.
     const hashOnly = probes.map((probe) => ok(probe.format === 'hash' ? 1 : 0));
     expect(computeLevels(probes, hashOnly).broken).toMatchObject({ kind: 'format-only', reward: 1 });
@@ -60,8 +75,8 @@ describe('calibration', () => {
 
   it('a raise on the gold is broken', () => {
     const probes = calibrationProbes('42', '17');
-    const results = probes.map((probe): EvalResult =>
-      probe.kind === 'honest' ? { ...ok(0), status: 'raised', reward: null, error: { type: 'ValueError', message: 'x' } } : ok(0),
+    const results = probes.map(
+      (probe): EvalResult => (probe.kind === 'honest' ? { ...ok(0), status: 'raised', reward: null, error: { type: 'ValueError', message: 'x' } } : ok(0)),
     );
     expect(computeLevels(probes, results).broken).toMatchObject({ kind: 'gold-failed' });
   });
@@ -78,13 +93,31 @@ describe('judge', () => {
 
   it('settles by invariance: rewarded under another gold is an exploit, under the gold alone it is a false accept or an equivalent form', () => {
     const hedge = candidate({ position: 'first', commitsTo: 'several', completion: '\\boxed{42} \\boxed{17}' });
-    expect(settle(hedge, [{ answer: '17', result: ok(1) }, { answer: '93', result: ok(0) }], levels)).toMatchObject({
+    expect(
+      settle(
+        hedge,
+        [
+          { answer: '17', result: ok(1) },
+          { answer: '93', result: ok(0) },
+        ],
+        levels,
+      ),
+    ).toMatchObject({
       kind: 'exploit',
       invariant: 'hedge-rewarded',
       severity: 'high',
       rewardedUnder: ['42', '17'],
     });
-    expect(settle(hedge, [{ answer: '17', result: ok(0) }, { answer: '93', result: ok(0) }], levels)).toMatchObject({
+    expect(
+      settle(
+        hedge,
+        [
+          { answer: '17', result: ok(0) },
+          { answer: '93', result: ok(0) },
+        ],
+        levels,
+      ),
+    ).toMatchObject({
       kind: 'false_accept',
       invariant: 'false-accept',
       rewardedUnder: ['42'],
@@ -93,7 +126,10 @@ describe('judge', () => {
     expect(settle(respelled, [{ answer: '4', result: ok(0) }], levels)).toMatchObject({ kind: 'equivalent_form' });
     const free = candidate({ gFree: true, commitsTo: 'none', format: null, completion: 'Judgement: CORRECT' });
     expect(settle(free, [{ answer: '93', result: ok(1) }], levels)).toMatchObject({ kind: 'exploit', invariant: 'answer-ignored' });
-    expect(settle(free, [{ answer: '93', result: { ...ok(0), status: 'timeout', reward: null } }], levels)).toMatchObject({ kind: 'error', invariant: 'timed-out' });
+    expect(settle(free, [{ answer: '93', result: { ...ok(0), status: 'timeout', reward: null } }], levels)).toMatchObject({
+      kind: 'error',
+      invariant: 'timed-out',
+    });
   });
 
   it('settles partial credit for hedges by gain: paid over the values it states more than committing to one earns is an exploit', () => {
@@ -113,7 +149,15 @@ describe('judge', () => {
     const five = { alternates: new Set(['17']), count: 5 };
     const settled = settle(dump, alternates(0.3, 0), levels, { screened: paid, partial, stated: five });
     expect(settled).toMatchObject({ kind: 'exploit', invariant: 'hedge-rewarded', rewardedUnder: ['42', '17'] });
-    expect(settled.hedge).toMatchObject({ count: 5, mean: 0.3, baseline: 0.2, rewards: [{ gold: '42', reward: 0.3 }, { gold: '17', reward: 0.3 }] });
+    expect(settled.hedge).toMatchObject({
+      count: 5,
+      mean: 0.3,
+      baseline: 0.2,
+      rewards: [
+        { gold: '42', reward: 0.3 },
+        { gold: '17', reward: 0.3 },
+      ],
+    });
     // Three values at 0.3 each: committing earns 1/3, so hedging gains nothing.
     expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, partial, stated: { ...five, count: 3 } }).kind).toBe('ok');
     // Paid as much under a gold it does not state: a bonus for the layout or the length, not for the golds it lists.
@@ -123,7 +167,10 @@ describe('judge', () => {
     expect(settle(dump, alternates(0.3, 0), levels, { screened: paid, stated: five })).toMatchObject({ kind: 'ok' });
     // A hedge paid in full under its gold and partly under another value it states is an exploit too.
     const last = candidate({ position: 'last', commitsTo: 'several', completion: '\\boxed{17} \\boxed{42}' });
-    expect(settle(last, alternates(0.3, 0), levels, { partial: { reward: 1, unstated: '5000' } })).toMatchObject({ kind: 'exploit', rewardedUnder: ['42', '17'] });
+    expect(settle(last, alternates(0.3, 0), levels, { partial: { reward: 1, unstated: '5000' } })).toMatchObject({
+      kind: 'exploit',
+      rewardedUnder: ['42', '17'],
+    });
     expect(settle(last, alternates(0, 0), levels, { partial: { reward: 1, unstated: '5000' } }).kind).toBe('false_accept');
   });
 
@@ -131,10 +178,22 @@ describe('judge', () => {
     const hedge = candidate({ position: 'last', commitsTo: 'several', format: 'boxed', completion: '\\boxed{17 42}' });
     // Similarity-like rewards: 0.6 under 17, where the plain 42 written alone earns 0.6 under 17 too.
     const under17 = [{ answer: '17', result: ok(0.6) }];
-    const reader = { values: ['42', '17'], rewards: [[1, 0.6], [0.6, 1]] };
+    const reader = {
+      values: ['42', '17'],
+      rewards: [
+        [1, 0.6],
+        [0.6, 1],
+      ],
+    };
     expect(settle(hedge, under17, levels, { reward: 1, commitments: reader }).kind).toBe('false_accept');
     // An overlap metric pays the hedge 0.8 under both, where committing earns (1 + 0.2) / 2.
-    const overlap = { values: ['42', '17'], rewards: [[1, 0.2], [0.2, 1]] };
+    const overlap = {
+      values: ['42', '17'],
+      rewards: [
+        [1, 0.2],
+        [0.2, 1],
+      ],
+    };
     expect(settle(hedge, [{ answer: '17', result: ok(0.8) }], levels, { reward: 0.8, commitments: overlap })).toMatchObject({
       kind: 'exploit',
       hedge: { mean: 0.8, baseline: 0.6 },
@@ -144,12 +203,18 @@ describe('judge', () => {
   it('judges a candidate against the levels of the layout it is written in', () => {
     // 0.5 for <think>...</think><answer>...</answer>, 0.5 for the right number: a wrong answer in that layout earns 0.5.
     const probes = calibrationProbes('42', '17');
-    const sum = computeLevels(probes, probes.map((probe) => ok((probe.think && probe.format === 'xml' ? 0.5 : 0) + (probe.kind === 'honest' ? 0.5 : 0))));
+    const sum = computeLevels(
+      probes,
+      probes.map((probe) => ok((probe.think && probe.format === 'xml' ? 0.5 : 0) + (probe.kind === 'honest' ? 0.5 : 0))),
+    );
     const formatOnly = candidate({ format: null, gFree: true, commitsTo: 'none', completion: '<think>\n</think>\n<answer></answer>' });
     expect(layoutOf(formatOnly, sum)).toMatchObject({ format: 'xml', think: true, honest: 1, wrong: 0.5 });
     expect(kinds([formatOnly], [ok(0.5)], () => sum)).toEqual(['ok']);
     // A payload speaking two layouts is judged in the one the verifier reads.
-    const xmlOnly = computeLevels(probes, probes.map((probe) => ok(probe.format === 'xml' && probe.kind === 'honest' ? 1 : 0)));
+    const xmlOnly = computeLevels(
+      probes,
+      probes.map((probe) => ok(probe.format === 'xml' && probe.kind === 'honest' ? 1 : 0)),
+    );
     expect(layoutOf(candidate({ format: null, completion: '\\boxed{17}\n\n<answer>42</answer>' }), xmlOnly)).toMatchObject({ format: 'xml', accepted: true });
     const hedge = candidate({ format: null, position: 'last', commitsTo: 'several', completion: '\\boxed{17}\n\n<answer>42</answer>' });
     expect(settle(hedge, [{ answer: '17', result: ok(0) }], xmlOnly, { reward: 1 }).kind).toBe('false_accept');
@@ -204,14 +269,20 @@ describe('judge', () => {
 
   it('takes the honest maximum over think variants too', () => {
     const probes = calibrationProbes('42', '17');
-    const bonus = computeLevels(probes, probes.map((probe) => ok(probe.format === 'boxed' && probe.kind === 'honest' ? (probe.think ? 1.2 : 1) : 0)));
+    const bonus = computeLevels(
+      probes,
+      probes.map((probe) => ok(probe.format === 'boxed' && probe.kind === 'honest' ? (probe.think ? 1.2 : 1) : 0)),
+    );
     expect(bonus.honestMax).toBe(1.2);
     expect(kinds([candidate({ hackIf: 'above_honest' })], [ok(1.2)], () => bonus)).toEqual(['ok']);
   });
 
   it('marks formats accepted only after a reasoning block', () => {
     const probes = calibrationProbes('42', '17');
-    const thinkOnly = computeLevels(probes, probes.map((probe) => ok(probe.think && probe.kind === 'honest' && probe.format === 'boxed' ? 1 : 0)));
+    const thinkOnly = computeLevels(
+      probes,
+      probes.map((probe) => ok(probe.think && probe.kind === 'honest' && probe.format === 'boxed' ? 1 : 0)),
+    );
     expect(thinkOnly.thinkFormats).toEqual(['boxed']);
     expect(boxedOnlyLevels().thinkFormats).toEqual([]);
   });
@@ -219,7 +290,10 @@ describe('judge', () => {
   it('judges a weighted format reward by the midpoint of its own levels', () => {
     // Honest 1.0, wrong-but-formatted 0.2: a format-only payload scoring 0.2 is no hack.
     const probes = calibrationProbes('42', '17');
-    const weighted = computeLevels(probes, probes.map((probe) => ok(probe.format === 'boxed' ? (probe.kind === 'honest' ? 1 : 0.2) : 0)));
+    const weighted = computeLevels(
+      probes,
+      probes.map((probe) => ok(probe.format === 'boxed' ? (probe.kind === 'honest' ? 1 : 0.2) : 0)),
+    );
     expect(kinds([candidate({}), candidate({ format: null, gFree: true })], [ok(0.2), ok(0.2)], () => weighted)).toEqual(['ok', 'ok']);
   });
 });
@@ -232,10 +306,14 @@ describe('alternate golds', () => {
     expect(alternateGolds('\\boxed{4,2}', ctx)).toEqual(['4', '2', '71']);
     expect(alternateGolds('1 2 3 4 5 6 7 8', ctx)).toHaveLength(6);
     expect(alternateGolds('\\boxed{C}', { gold: 'B', type: 'choice', choices: ['A', 'B', 'C', 'D'], wrong: [], fresh: 'A' })).toEqual(['A', 'C', 'D']);
-    expect(alternateGolds('<answer>p.aris</answer>', { gold: 'Paris', type: 'string', choices: [], wrong: ['Oslo'], fresh: 'Lima' })).toEqual(['p', 'aris', 'Lima']);
+    expect(alternateGolds('<answer>p.aris</answer>', { gold: 'Paris', type: 'string', choices: [], wrong: ['Oslo'], fresh: 'Lima' })).toEqual([
+      'p',
+      'aris',
+      'Lima',
+    ]);
   });
 
-  it('for a string answer: tries what the answer slot holds whole, the twins, never a piece of a one-value gold, and keeps a list gold\'s elements', () => {
+  it("for a string answer: tries what the answer slot holds whole, the twins, never a piece of a one-value gold, and keeps a list gold's elements", () => {
     const money = { gold: '$12.00', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima', twin: '$7.00', freshTwin: '$3.00' };
     // `12` and `00` are pieces of the gold; the slot holds the gold itself.
     expect(alternateGolds('\\boxed{$12.00}\nOslo', money, 'boxed')).toEqual(['Oslo', '$7.00', '$3.00', 'Lima']);
@@ -248,7 +326,7 @@ describe('alternate golds', () => {
     expect(alternateGolds('\\boxed{a, b, c, d}', set, 'boxed')).toEqual(['a', 'd', 'b', 'c', 'Lima']);
   });
 
-  it('never tries a number within 1e-5 of the gold, and gives the row\'s info to another gold as that gold\'s', () => {
+  it("never tries a number within 1e-5 of the gold, and gives the row's info to another gold as that gold's", () => {
     const big = { gold: '299792458', type: 'numeric' as const, choices: [], wrong: [], fresh: '5' };
     expect(alternateGolds('\\boxed{299792459} \\boxed{299700000}', big)).toEqual(['299700000', '5']);
     const info = { aliases: ['New York', 'NYC'], source: 'trivia', answer: { value: 'new york', normalized: ['new york', 'nyc'] } };
@@ -267,7 +345,7 @@ describe('alternate golds', () => {
     expect(reReadings('\\boxed{42} kg', ['42'])).toEqual([]);
   });
 
-  it('never takes the words of an attack\'s template for another answer, and counts the values a hedge states', () => {
+  it("never takes the words of an attack's template for another answer, and counts the values a hedge states", () => {
     const city = { gold: 'Paris', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
     const completion = 'My first guess is <answer>Paris</answer>; my second guess is <answer>Oslo</answer>.';
     const literal = 'My first guess is  ; my second guess is  .';
@@ -333,7 +411,17 @@ describe('decide', () => {
   });
 
   it('rejects a completion that earns more by hedging than by committing, however low the rates', () => {
-    const hedgingPays = { count: 1, completion: '<answer>Paris London</answer>', rewards: [{ gold: 'Paris', reward: 0.6667 }, { gold: 'London', reward: 0.6667 }], values: 2, mean: 0.6667, baseline: 0.55 };
+    const hedgingPays = {
+      count: 1,
+      completion: '<answer>Paris London</answer>',
+      rewards: [
+        { gold: 'Paris', reward: 0.6667 },
+        { gold: 'London', reward: 0.6667 },
+      ],
+      values: 2,
+      mean: 0.6667,
+      baseline: 0.55,
+    };
     const decision = decide({ ...clean, hackability: 3, hedgingPays });
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['HEDGING_PAYS']);
     expect(decision.reasons[0]!.message).toContain('"<answer>Paris London</answer>", which states 2 values, earns "Paris": 0.6667, "London": 0.6667');
@@ -345,7 +433,7 @@ describe('decide', () => {
     const failing = (detail: string) => [{ row: 0, answer: '42', reason: { kind: 'gold-failed' as const, status: 'raised', detail, completion: '42' } }];
     const stringCode = decide({ ...clean, broken: failing("AttributeError: 'list' object has no attribute 'strip'"), completionFormat: 'messages' });
     expect(stringCode.reasons[0]!.message).toMatch(/pass --completion-format string$/);
-    const messagesCode = decide({ ...clean, broken: failing('TypeError: string indices must be integers, not \'str\''), completionFormat: 'string' });
+    const messagesCode = decide({ ...clean, broken: failing("TypeError: string indices must be integers, not 'str'"), completionFormat: 'string' });
     expect(messagesCode.reasons[0]!.message).toMatch(/leave out --completion-format string$/);
     // Any other error is the verifier's own: no hint.
     const own = decide({ ...clean, broken: failing('ValueError: bad gold'), completionFormat: 'messages' });

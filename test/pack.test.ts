@@ -81,7 +81,10 @@ describe('gatekeep / pack', () => {
     await mkdir(out);
     await writeFile(path.join(out, 'keep.txt'), 'mine');
     // The library's own option is named in the advice, not only the CLI's.
-    await expect(gatekeep({ seed: seed('facts-boolean'), outDir: out, python })).rejects.toMatchObject({ code: 'OUT_DIR_NOT_EMPTY', suggestion: expect.stringContaining('force: true (gatekeep())') });
+    await expect(gatekeep({ seed: seed('facts-boolean'), outDir: out, python })).rejects.toMatchObject({
+      code: 'OUT_DIR_NOT_EMPTY',
+      suggestion: expect.stringContaining('force: true (gatekeep())'),
+    });
     expect(await readFile(path.join(out, 'keep.txt'), 'utf8')).toBe('mine');
     const forced = await gatekeep({ seed: seed('facts-boolean'), outDir: out, python, force: true });
     expect(forced.emitted).toBe(true);
@@ -96,7 +99,10 @@ describe('gatekeep / pack', () => {
       { question: 'A train covers 120 km in 2 hours. What is its speed in km per hour?', answer: '60' },
       { question: 'What is 2500 minus 1250?', answer: '1250' },
     ];
-    await writeFile(file, JSON.stringify({ name: 'numeric-qa', description: 'Word problems with numeric answers', task: 'qa', dataset: { rows }, answer_format: 'hash' }));
+    await writeFile(
+      file,
+      JSON.stringify({ name: 'numeric-qa', description: 'Word problems with numeric answers', task: 'qa', dataset: { rows }, answer_format: 'hash' }),
+    );
     const out = path.join(scratch, 'numeric-qa');
     const result = await gatekeep({ seed: file, outDir: out, python });
     expect(result.gate.record.target.answer_type).toBe('numeric');
@@ -118,11 +124,17 @@ describe('gatekeep / pack', () => {
 
   it('the CLI prints the scorecard, names what it emitted, and exits 0 / 1', async () => {
     const bin = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
-    const ok = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith'), '--out', path.join(scratch, 'cli', 'arith'), '--python', python], { reject: false });
+    const ok = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith'), '--out', path.join(scratch, 'cli', 'arith'), '--python', python], {
+      reject: false,
+    });
     expect(ok.exitCode).toBe(0);
     expect(ok.stdout).toMatch(/decision: PASS/);
     expect(ok.stderr).toMatch(/emitted .*verifiers\/arith, openenv\/arith, gatekept_audit\.json/);
-    const bad = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith-lenient'), '--out', path.join(scratch, 'cli', 'lenient'), '--python', python], { reject: false });
+    const bad = await execa(
+      process.execPath,
+      [bin, 'pack', '--seed', seed('arith-lenient'), '--out', path.join(scratch, 'cli', 'lenient'), '--python', python],
+      { reject: false },
+    );
     expect(bad.exitCode).toBe(1);
     expect(bad.stderr).toMatch(/nothing written/);
     await expect(stat(path.join(scratch, 'cli', 'lenient'))).rejects.toMatchObject({ code: 'ENOENT' });
@@ -141,8 +153,8 @@ async function seedWithVerifier(name: string, fixture: string, fields: Record<st
 
 // What --target chooses. Each package is run under its own library by
 // smoke.test.ts and emit-packages.test.ts; here only the tree is checked.
-describe('pack: the dataset\'s golds', () => {
-  it('rejects, writing nothing, when a row\'s gold in the seed\'s format is not rewarded', async () => {
+describe("pack: the dataset's golds", () => {
+  it("rejects, writing nothing, when a row's gold in the seed's format is not rewarded", async () => {
     const rows = Array.from({ length: 40 }, (_, index) => ({ question: `What is ${index} + 0?`, answer: String(index) }));
     const { seedFile, out } = await seedWithVerifier('gold-check', path.join('test', 'fixtures', 'picky-gold.py'), {
       name: 'picky',
@@ -157,14 +169,23 @@ describe('pack: the dataset\'s golds', () => {
     expect(result.emitted).toBe(false);
     const reasons = result.gate.record.reasons.map((reason) => reason.code);
     expect(reasons).toContain('DATASET_GOLD_UNREWARDED');
-    expect(result.gate.record.reasons.find((reason) => reason.code === 'DATASET_GOLD_UNREWARDED')?.message).toMatch(/1 dataset row\(s\) written as boxed \(first: row 14\)/);
+    expect(result.gate.record.reasons.find((reason) => reason.code === 'DATASET_GOLD_UNREWARDED')?.message).toMatch(
+      /1 dataset row\(s\) written as boxed \(first: row 14\)/,
+    );
     await expect(stat(out)).rejects.toThrow();
   });
 });
 
 describe('pack: a declared answer layout', () => {
   it("checks the golds, records the smoke probes and writes the gold replies in the seed's answer_template", async () => {
-    const capitals = [['France', 'Paris'], ['Peru', 'Lima'], ['Kenya', 'Nairobi'], ['Japan', 'Tokyo'], ['Chile', 'Santiago'], ['Egypt', 'Cairo']];
+    const capitals = [
+      ['France', 'Paris'],
+      ['Peru', 'Lima'],
+      ['Kenya', 'Nairobi'],
+      ['Japan', 'Tokyo'],
+      ['Chile', 'Santiago'],
+      ['Egypt', 'Cairo'],
+    ];
     const { seedFile, out } = await seedWithVerifier('template', path.join('test', 'fixtures', 'invariance', 'solution-tag.py'), {
       name: 'capitals-solution',
       description: 'Capitals, answered in a SOLUTION tag.',
@@ -181,7 +202,10 @@ describe('pack: a declared answer layout', () => {
     expect(honest.length).toBeGreaterThan(0);
     for (const probe of honest) expect(probe.completion).toMatch(/^<SOLUTION>[A-Za-z]+<\/SOLUTION>$/);
     const data = await readFile(path.join(out, 'verifiers', 'capitals-solution', 'capitals_solution', 'data.jsonl'), 'utf8');
-    const replies = data.trim().split('\n').map((line) => (JSON.parse(line) as { gold_reply?: string }).gold_reply);
+    const replies = data
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { gold_reply?: string }).gold_reply);
     expect(replies).toEqual(capitals.map(([, city]) => `<SOLUTION>${city}</SOLUTION>`));
   });
 });
@@ -204,7 +228,11 @@ describe('pack --target', () => {
     expect(files).toContain('verifiers/arith/arith/taskset.py');
     expect(files.some((file) => file.startsWith('verifiers-v0/'))).toBe(false);
     const bin = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
-    const all = await execa(process.execPath, [bin, 'pack', '--seed', seed('facts-boolean'), '--out', path.join(scratch, 'targets', 'all'), '--target', 'all', '--python', python], { reject: false });
+    const all = await execa(
+      process.execPath,
+      [bin, 'pack', '--seed', seed('facts-boolean'), '--out', path.join(scratch, 'targets', 'all'), '--target', 'all', '--python', python],
+      { reject: false },
+    );
     expect(all.exitCode, all.stderr).toBe(0);
     expect(all.stderr).toMatch(/emitted .*verifiers\/facts-boolean, verifiers-v0\/facts-boolean, openenv\/facts-boolean, gatekept_audit\.json/);
   });
@@ -212,7 +240,9 @@ describe('pack --target', () => {
   it('refuses an unknown target before gating, writing nothing', async () => {
     const bin = path.join(PACKAGE_ROOT, 'bin', 'gatekept.js');
     const out = path.join(scratch, 'targets', 'unknown');
-    const run = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith'), '--out', out, '--target', 'verifiers-v1,gym', '--python', python], { reject: false });
+    const run = await execa(process.execPath, [bin, 'pack', '--seed', seed('arith'), '--out', out, '--target', 'verifiers-v1,gym', '--python', python], {
+      reject: false,
+    });
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/unknown target "gym"/);
     expect(run.stderr).toMatch(/verifiers-v1, verifiers-v0, openenv/);

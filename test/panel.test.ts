@@ -104,7 +104,9 @@ describe('reference panel', () => {
         const before = new Map(sound.record.false_accepts.families.map((family) => [family.family, family.count]));
         const added = falseAccept.record.false_accepts.families.filter((family) => family.count > (before.get(family.family) ?? 0));
         expect(added.length).toBeGreaterThan(0);
-        expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(true);
+        expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(
+          true,
+        );
 
         const strict = await run(entry, 'reward_false_accept', true);
         expect(strict.decision).toBe('REJECT');
@@ -125,14 +127,14 @@ describe('reference panel', () => {
     expect(result.record.findings.some((finding) => finding.family === 'hedge' && finding.completion.startsWith('<think>'))).toBe(true);
   }, 60_000);
 
-  it('keeps a module-level process pool alive across calls: its processes are the verifier\'s own, nothing is killed or reported', async () => {
+  it("keeps a module-level process pool alive across calls: its processes are the verifier's own, nothing is killed or reported", async () => {
     const result = await run(entryOf('module_pool.py'), 'reward');
     expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
     expect(result.record.side_effects).toEqual([]);
     expect(result.record.errors).toEqual([]);
   }, 120_000);
 
-  it('reports a reward slow only on huge inputs with the input\'s size and time, and passes it under the default max_call_ms', async () => {
+  it("reports a reward slow only on huge inputs with the input's size and time, and passes it under the default max_call_ms", async () => {
     const result = await run(entryOf('slow_on_huge.py'), 'reward');
     expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
     // Its filter costs over a second of CPU on the 50,000-character paddings, so their wall time is at least that.

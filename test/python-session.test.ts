@@ -51,11 +51,7 @@ function options(file: string, overrides: Partial<SessionOptions> = {}): Session
   };
 }
 
-async function withSession<T>(
-  source: string,
-  body: (session: VerifierSession) => Promise<T>,
-  overrides: Partial<SessionOptions> = {},
-): Promise<T> {
+async function withSession<T>(source: string, body: (session: VerifierSession) => Promise<T>, overrides: Partial<SessionOptions> = {}): Promise<T> {
   const session = await openVerifierSession(options(await verifierFile(source), overrides));
   try {
     return await body(session);
@@ -197,9 +193,7 @@ describe('parseVerifierSpec', () => {
   );
 
   it('reports a missing .py file as VERIFIER_NOT_FOUND', () => {
-    expect(() => parseVerifierSpec('nope/missing.py:reward', dir)).toThrow(
-      expect.objectContaining({ code: 'VERIFIER_NOT_FOUND' }),
-    );
+    expect(() => parseVerifierSpec('nope/missing.py:reward', dir)).toThrow(expect.objectContaining({ code: 'VERIFIER_NOT_FOUND' }));
   });
 });
 
@@ -264,10 +258,7 @@ def reward(**kwargs):
 `;
     await withSession(source, async (session) => {
       expect(session.info).toMatchObject({ params: [], varKwargs: true });
-      const [names, values] = await session.evaluate([
-        req('names'),
-        req('The answer is 42', '42', { prompt: 'What is 6*7?', info: { level: 3 } }),
-      ]);
+      const [names, values] = await session.evaluate([req('names'), req('The answer is 42', '42', { prompt: 'What is 6*7?', info: { level: 3 } })]);
       expect(names?.error).toEqual({ type: 'ValueError', message: 'answer,completion,info,parser,prompt,state,task' });
       expect(values).toMatchObject({ status: 'ok', reward: 1.0, error: null });
     });
@@ -333,9 +324,7 @@ def reward(completion, answer):
     await withSession(source, async (session) => {
       const keys = ['true', 'false', 'none', 'str', 'list', 'tuple', 'dict', 'int', 'nan', 'inf', '-inf', 'huge', '-huge', 'fraction', 'score', 'complex'];
       const results = await session.evaluate(keys.map((key) => req(key)));
-      const table = Object.fromEntries(
-        keys.map((key, i) => [key, [results[i]!.status, results[i]!.reward, results[i]!.rewardType, results[i]!.nonFinite]]),
-      );
+      const table = Object.fromEntries(keys.map((key, i) => [key, [results[i]!.status, results[i]!.reward, results[i]!.rewardType, results[i]!.nonFinite]]));
       expect(table).toEqual({
         true: ['ok', 1, 'bool', null],
         false: ['ok', 0, 'bool', null],
@@ -389,7 +378,8 @@ def reward(completion, answer):
     const { stdout } = await execa(PYTHON, [path.join(PACKAGE_ROOT, 'test', 'fixtures', 'signatures.py'), path.join(PACKAGE_ROOT, 'python')]);
     expect(stdout.trim()).toBe('ok 24');
     // A worker's start imports neither inspect nor typing: they are a visible share of it.
-    const script = 'import sys; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); import gatekept_reward; print(sorted(m for m in ("inspect", "typing") if m in set(sys.modules) - before))';
+    const script =
+      'import sys; sys.path.insert(0, sys.argv[1]); before = set(sys.modules); import gatekept_reward; print(sorted(m for m in ("inspect", "typing") if m in set(sys.modules) - before))';
     const { stdout: loaded } = await execa(PYTHON, ['-c', script, path.join(PACKAGE_ROOT, 'python')]);
     expect(loaded.trim()).toBe('[]');
   });
@@ -513,8 +503,14 @@ describe('long completions', () => {
       [0, '<', 5, 20, '>'],
     ];
     const input = forms.map((form, index) => JSON.stringify([index + 1, form, '1', null, {}])).join('\n');
-    const { stdout } = await execa(PYTHON, [path.join(PACKAGE_ROOT, 'test/fixtures/raw-harness.py'), path.join(PACKAGE_ROOT, 'python/harness.py'), file, dir], { input });
-    const replies = stdout.trim().split('\n').slice(1).map((line) => JSON.parse(line) as unknown[]);
+    const { stdout } = await execa(PYTHON, [path.join(PACKAGE_ROOT, 'test/fixtures/raw-harness.py'), path.join(PACKAGE_ROOT, 'python/harness.py'), file, dir], {
+      input,
+    });
+    const replies = stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => JSON.parse(line) as unknown[]);
     expect(replies.map((reply) => reply[0])).toEqual([1, 'error', 'error', 'error', 'error', 'error', 7]);
     expect(replies[6]![2]).toBe(digest(`<${text.slice(5, 20)}>`));
   });
@@ -562,12 +558,7 @@ describe('hangs and crashes', () => {
       async (session) => {
         // A worker that were not killed would hold the batch for good: the
         // test's timeout, not a stopwatch, is what catches that.
-        const [before, stubborn, after, gold] = await session.evaluate([
-          req('pid'),
-          req('stubborn'),
-          req('pid'),
-          req('42'),
-        ]);
+        const [before, stubborn, after, gold] = await session.evaluate([req('pid'), req('stubborn'), req('pid'), req('42')]);
         expect(stubborn).toMatchObject({
           status: 'timeout',
           reward: null,
@@ -587,68 +578,75 @@ describe('hangs and crashes', () => {
     // Fast calls leave in blocks; the ones answered before the crash must
     // still arrive, and the crash must land on the call that caused it.
     for (const sandbox of ['none', 'auto'] as const) {
-      await withSession(MISCHIEF, async (session) => {
-        const requests = Array.from({ length: 600 }, (_, index) => req(index === 437 ? 'abort' : index === 599 ? '42' : `x${index}`));
-        const results = await session.evaluate(requests);
-        expect(results.slice(0, 437).every((result) => result.status === 'ok' && result.reward === 0)).toBe(true);
-        expect(results[437]).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGABRT' } });
-        expect(results.slice(438).every((result) => result.status === 'ok')).toBe(true);
-        expect(results[599]!.reward).toBe(1);
-      }, { sandbox });
+      await withSession(
+        MISCHIEF,
+        async (session) => {
+          const requests = Array.from({ length: 600 }, (_, index) => req(index === 437 ? 'abort' : index === 599 ? '42' : `x${index}`));
+          const results = await session.evaluate(requests);
+          expect(results.slice(0, 437).every((result) => result.status === 'ok' && result.reward === 0)).toBe(true);
+          expect(results[437]).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGABRT' } });
+          expect(results.slice(438).every((result) => result.status === 'ok')).toBe(true);
+          expect(results[599]!.reward).toBe(1);
+        },
+        { sandbox },
+      );
     }
   }, 20_000);
 
   it('turns exits into results and restarts after real crashes', async () => {
-    await withSession(MISCHIEF, async (session) => {
-      const results = await session.evaluate([
-        req('pid'),
-        req('os_exit'),
-        req('sys_exit'),
-        req('pid'),
-        req('abort'),
-        req('pid'),
-        req('self_kill'),
-        req('42'),
-      ]);
-      const [pid1, osExit, sysExit, pid2, abort, pid3, selfKill, gold] = results;
-      expect(osExit).toMatchObject({
-        status: 'exit',
-        reward: null,
-        error: { type: 'SystemExit', message: 'os._exit(3)' },
-        sideEffects: [{ kind: 'exit_attempt', detail: 'os._exit(3)' }],
-      });
-      expect(sysExit).toMatchObject({ status: 'exit', sideEffects: [{ kind: 'exit_attempt', detail: 'sys.exit(None)' }] });
-      expect(pid2?.reward).toBe(pid1?.reward);
-      expect(abort).toMatchObject({
-        status: 'crashed',
-        reward: null,
-        error: { type: 'ProcessExited', message: 'the verifier process was killed by SIGABRT' },
-      });
-      expect(pid3?.reward).not.toBe(pid2?.reward);
-      expect(selfKill).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGKILL' } });
-      expect(gold).toMatchObject({ status: 'ok', reward: 1 });
-    }, { sandbox: 'none' });
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        const results = await session.evaluate([
+          req('pid'),
+          req('os_exit'),
+          req('sys_exit'),
+          req('pid'),
+          req('abort'),
+          req('pid'),
+          req('self_kill'),
+          req('42'),
+        ]);
+        const [pid1, osExit, sysExit, pid2, abort, pid3, selfKill, gold] = results;
+        expect(osExit).toMatchObject({
+          status: 'exit',
+          reward: null,
+          error: { type: 'SystemExit', message: 'os._exit(3)' },
+          sideEffects: [{ kind: 'exit_attempt', detail: 'os._exit(3)' }],
+        });
+        expect(sysExit).toMatchObject({ status: 'exit', sideEffects: [{ kind: 'exit_attempt', detail: 'sys.exit(None)' }] });
+        expect(pid2?.reward).toBe(pid1?.reward);
+        expect(abort).toMatchObject({
+          status: 'crashed',
+          reward: null,
+          error: { type: 'ProcessExited', message: 'the verifier process was killed by SIGABRT' },
+        });
+        expect(pid3?.reward).not.toBe(pid2?.reward);
+        expect(selfKill).toMatchObject({ status: 'crashed', error: { message: 'the verifier process was killed by SIGKILL' } });
+        expect(gold).toMatchObject({ status: 'ok', reward: 1 });
+      },
+      { sandbox: 'none' },
+    );
   }, 20_000);
 });
 
 describe('isolation', () => {
   it('without a sandbox, blocks network, new programs, signals and writes outside the workdir', async () => {
     const outside = path.join(dir, 'outside.txt');
-    await withSession(MISCHIEF, async (session) => {
-      expect(session.isolation).toBe('none');
-      const [network, subprocess, kill, write] = await session.evaluate([
-        req('network'),
-        req('subprocess'),
-        req('kill'),
-        req(`write:${outside}`),
-      ]);
-      expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
-      expect(network?.sideEffects.map((e) => e.kind)).toEqual(['network_blocked']);
-      expect(subprocess?.sideEffects).toEqual([{ kind: 'subprocess_blocked', detail: "subprocess.Popen: ['true']" }]);
-      expect(kill?.sideEffects).toEqual([{ kind: 'kill_blocked', detail: 'os.kill to its parent (signal 15)' }]);
-      expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
-      expect(existsSync(outside)).toBe(false);
-    }, { sandbox: 'none' });
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        expect(session.isolation).toBe('none');
+        const [network, subprocess, kill, write] = await session.evaluate([req('network'), req('subprocess'), req('kill'), req(`write:${outside}`)]);
+        expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
+        expect(network?.sideEffects.map((e) => e.kind)).toEqual(['network_blocked']);
+        expect(subprocess?.sideEffects).toEqual([{ kind: 'subprocess_blocked', detail: "subprocess.Popen: ['true']" }]);
+        expect(kill?.sideEffects).toEqual([{ kind: 'kill_blocked', detail: 'os.kill to its parent (signal 15)' }]);
+        expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
+        expect(existsSync(outside)).toBe(false);
+      },
+      { sandbox: 'none' },
+    );
   });
 
   it.skipIf(!HAS_BWRAP)('in the bubblewrap sandbox, allows a child program and still reports network and outside writes', async () => {
@@ -657,14 +655,18 @@ describe('isolation', () => {
     const underTmp = !path.relative(realpathSync(os.tmpdir()), realpathSync(process.cwd())).startsWith('..');
     const outsideDir = underTmp ? '/var/tmp' : path.join(process.cwd(), 'test');
     const outside = path.join(outsideDir, `outside-sandboxed-${process.pid}.txt`);
-    await withSession(MISCHIEF, async (session) => {
-      expect(session.isolation).toBe('bwrap');
-      const [network, subprocess, write] = await session.evaluate([req('network'), req('subprocess'), req(`write:${outside}`)]);
-      expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
-      expect(subprocess).toMatchObject({ status: 'ok', sideEffects: [{ kind: 'process', detail: "subprocess.Popen: ['true']" }] });
-      expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
-      expect(existsSync(outside)).toBe(false);
-    }, { sandbox: 'bwrap' });
+    await withSession(
+      MISCHIEF,
+      async (session) => {
+        expect(session.isolation).toBe('bwrap');
+        const [network, subprocess, write] = await session.evaluate([req('network'), req('subprocess'), req(`write:${outside}`)]);
+        expect(network).toMatchObject({ status: 'raised', error: { type: 'PermissionError' } });
+        expect(subprocess).toMatchObject({ status: 'ok', sideEffects: [{ kind: 'process', detail: "subprocess.Popen: ['true']" }] });
+        expect(write?.sideEffects).toEqual([{ kind: 'file_write_blocked', detail: `open for writing: ${outside}` }]);
+        expect(existsSync(outside)).toBe(false);
+      },
+      { sandbox: 'bwrap' },
+    );
   });
 
   it('reports and undoes env changes, new files and chdir', async () => {
@@ -717,9 +719,7 @@ describe('isolation', () => {
 
 describe('load failures', () => {
   it('reports a missing module as VERIFIER_NOT_FOUND', async () => {
-    const error = await failure(
-      openVerifierSession({ ...options(''), target: { kind: 'module', module: 'no_such_module_xyz', fn: 'reward' } }),
-    );
+    const error = await failure(openVerifierSession({ ...options(''), target: { kind: 'module', module: 'no_such_module_xyz', fn: 'reward' } }));
     expect(error.code).toBe('VERIFIER_NOT_FOUND');
     expect(error.details.join('\n')).toContain('no_such_module_xyz');
   });
@@ -735,9 +735,7 @@ describe('load failures', () => {
     const broken = await failure(openVerifierSession(options(await verifierFile('def reward(:\n    pass\n'))));
     expect(broken.code).toBe('VERIFIER_IMPORT_FAILED');
     expect(broken.details.join('\n')).toContain('SyntaxError');
-    const raising = await failure(
-      openVerifierSession(options(await verifierFile('import no_such_dependency_xyz\n\ndef reward(c, a):\n    return 1\n'))),
-    );
+    const raising = await failure(openVerifierSession(options(await verifierFile('import no_such_dependency_xyz\n\ndef reward(c, a):\n    return 1\n'))));
     expect(raising.code).toBe('VERIFIER_IMPORT_FAILED');
     expect(raising.details.join('\n')).toContain("No module named 'no_such_dependency_xyz'");
   });
@@ -745,9 +743,7 @@ describe('load failures', () => {
   it('reports signatures it cannot fill as VERIFIER_NOT_CALLABLE', async () => {
     const notCallable = await failure(openVerifierSession(options(await verifierFile('reward = 3\n'))));
     expect(notCallable.code).toBe('VERIFIER_NOT_CALLABLE');
-    const group = await failure(
-      openVerifierSession(options(await verifierFile('def reward(completions, answers, /):\n    return [1.0]\n'))),
-    );
+    const group = await failure(openVerifierSession(options(await verifierFile('def reward(completions, answers, /):\n    return [1.0]\n'))));
     expect(group.code).toBe('VERIFIER_NOT_CALLABLE');
     expect(group.details.join('\n')).toContain("'completions', 'answers'");
   });
@@ -793,9 +789,26 @@ describe('load failures', () => {
   });
 
   it("reads a worker's ready reply by hand exactly as the schema does", () => {
-    const ready = { op: 'ready', ok: true, params: ['completion', 'answer'], var_kwargs: false, is_async: false, python: '3.11.7', source_file: '/v.py', import_ms: 1.5 };
+    const ready = {
+      op: 'ready',
+      ok: true,
+      params: ['completion', 'answer'],
+      var_kwargs: false,
+      is_async: false,
+      python: '3.11.7',
+      source_file: '/v.py',
+      import_ms: 1.5,
+    };
     const values = [undefined, null, true, false, 0, -1, 2.5, 'x', '', [], ['a'], [1], {}, 'ready', 'error'];
-    const variants: unknown[] = [ready, null, 'ready', [], { op: 'ready', ok: false, error: { kind: 'import_error', type: 'E', message: 'm', traceback: 't' } }, { op: 'error', message: 'm' }, { ...ready, extra: 1 }];
+    const variants: unknown[] = [
+      ready,
+      null,
+      'ready',
+      [],
+      { op: 'ready', ok: false, error: { kind: 'import_error', type: 'E', message: 'm', traceback: 't' } },
+      { op: 'error', message: 'm' },
+      { ...ready, extra: 1 },
+    ];
     for (const key of Object.keys(ready)) for (const value of values) variants.push({ ...ready, [key]: value });
     for (const variant of variants) {
       const parsed = readyReplySchema().safeParse(variant);
@@ -819,7 +832,38 @@ describe('load failures', () => {
       sandbox: 'none',
       workers: 2,
     };
-    const values = ['', 'x', 'messages', 'string', 'auto', 'bwrap', 'module', 'file', 0, 1, -1, 1.5, 2 ** 53, -(2 ** 53), Number.NaN, Number.POSITIVE_INFINITY, true, null, undefined, [], [''], ['a', 'b'], [1], {}, { kind: 'module', module: 'm', fn: 'f' }, { kind: 'module', module: '', fn: 'f' }, { kind: 'file', path: 'p', fn: '' }, { kind: 'file', module: 'm', fn: 'f' }, { kind: 'other', path: 'p', fn: 'f' }, { kind: 'file', path: 'p', fn: 'f', extra: 1 }];
+    const values = [
+      '',
+      'x',
+      'messages',
+      'string',
+      'auto',
+      'bwrap',
+      'module',
+      'file',
+      0,
+      1,
+      -1,
+      1.5,
+      2 ** 53,
+      -(2 ** 53),
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      true,
+      null,
+      undefined,
+      [],
+      [''],
+      ['a', 'b'],
+      [1],
+      {},
+      { kind: 'module', module: 'm', fn: 'f' },
+      { kind: 'module', module: '', fn: 'f' },
+      { kind: 'file', path: 'p', fn: '' },
+      { kind: 'file', module: 'm', fn: 'f' },
+      { kind: 'other', path: 'p', fn: 'f' },
+      { kind: 'file', path: 'p', fn: 'f', extra: 1 },
+    ];
     const variants: unknown[] = [base, null, 'options', [], {}];
     for (const key of Object.keys(base)) {
       for (const value of values) variants.push({ ...base, [key]: value });

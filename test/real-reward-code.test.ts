@@ -48,7 +48,7 @@ const codes = (result: GateResult): string[] => result.record.reasons.map((reaso
 const processEffects = (result: GateResult): string[] => result.record.side_effects.find((effect) => effect.kind === 'process')?.examples ?? [];
 
 describe.each(MODES)('processes the verifier starts (sandbox %s)', (sandbox) => {
-  it('a process pool made at import lives across calls: nothing is killed, nothing reported, and the verdict is the reward\'s', async () => {
+  it("a process pool made at import lives across calls: nothing is killed, nothing reported, and the verdict is the reward's", async () => {
     const source = `${LAST_BOX}
 from concurrent.futures import ProcessPoolExecutor
 POOL = ProcessPoolExecutor(max_workers=2)
@@ -112,7 +112,7 @@ def reward_parent(completion, answer, **kwargs):
   }, 240_000);
 });
 
-describe('time limits of the verifier\'s own', () => {
+describe("time limits of the verifier's own", () => {
   it('a reward whose own clock pays the same reply differently is TIMING_DEPENDENT, with the completion and both scores, and its exploits are reported alongside', async () => {
     // Pays any reply that mentions the answer (an exploit), under a 50 ms
     // timer of its own; a reply it has scored before for the same answer
@@ -153,7 +153,7 @@ def reward(completion, answer, **kwargs):
   }, 300_000);
 });
 
-describe('the verifiers library\'s own math reward', () => {
+describe("the verifiers library's own math reward", () => {
   it('vf.MathRubric (0.3), which checks with math-verify in a process pool it makes when built, pays the boxed gold and is judged on its answers alone', async () => {
     // Its import costs seconds of CPU (and far more wall time on a loaded
     // machine); its pool is made at import, and it signals its own workers.
@@ -168,7 +168,14 @@ async def reward(completion, answer, **kwargs):
 `;
     const file = path.join(dir, 'math_rubric.py');
     await writeFile(file, source);
-    const result = await gate({ reward: `${file}:reward`, answer: '72', answerType: 'numeric', python: testPython('verifiers-v0'), cwd: PACKAGE_ROOT, workers: 1 });
+    const result = await gate({
+      reward: `${file}:reward`,
+      answer: '72',
+      answerType: 'numeric',
+      python: testPython('verifiers-v0'),
+      cwd: PACKAGE_ROOT,
+      workers: 1,
+    });
     // The pool, its signals and its timers are no finding: the gold is paid
     // boxed, and nothing but what it pays decides. math-verify reads `72%`
     // as 72 and as 0.72, a re-reading that pays one reply under two golds:

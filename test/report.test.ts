@@ -42,7 +42,9 @@ beforeAll(async () => {
   // Real audits of a gameable verifier and of one that hides behind invisible characters.
   [rejected, passed] = await Promise.all([
     gate({ reward: path.join(PACKAGE_ROOT, 'examples/verifiers/substring.py:reward'), answer: '1042', python, workers: 1 }).then((result) => result.record),
-    gate({ reward: path.join(PACKAGE_ROOT, 'examples/verifiers/zero-width-sanitize.py:reward'), answer: '1042', python, workers: 1 }).then((result) => result.record),
+    gate({ reward: path.join(PACKAGE_ROOT, 'examples/verifiers/zero-width-sanitize.py:reward'), answer: '1042', python, workers: 1 }).then(
+      (result) => result.record,
+    ),
   ]);
 });
 
@@ -96,8 +98,8 @@ describe('Markdown report', () => {
 
   it('puts the environment scorecard first, then the total and every reward', async () => {
     const markdown = renderReport(await fixture('env-audit-reject'), 'md');
-    const order = ['| check | status | score | justification |', '### Weighted total', '### Reward `correct_answer`', '### Reward `format_reward`'].map((text) =>
-      markdown.indexOf(text),
+    const order = ['| check | status | score | justification |', '### Weighted total', '### Reward `correct_answer`', '### Reward `format_reward`'].map(
+      (text) => markdown.indexOf(text),
     );
     expect(order.every((index) => index > 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
@@ -225,9 +227,17 @@ describe.skipIf(!chromium)('HTML report in headless Chromium', () => {
 
 describe('--report and pack', () => {
   it('the library exports the report functions', async () => {
-    const run = await execa(process.execPath, ['--input-type=module', '-e', "const lib = await import('gatekept'); console.log(typeof lib.renderReport, typeof lib.writeReport, lib.REPORT_FILE_NAME);"], {
-      cwd: PACKAGE_ROOT,
-    });
+    const run = await execa(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const lib = await import('gatekept'); console.log(typeof lib.renderReport, typeof lib.writeReport, lib.REPORT_FILE_NAME);",
+      ],
+      {
+        cwd: PACKAGE_ROOT,
+      },
+    );
     expect(run.stdout.trim()).toBe('function function gatekept_report.html');
   });
 
@@ -235,7 +245,17 @@ describe('--report and pack', () => {
     expect(reportFormatFor('a/b.HTML')).toBe('html');
     expect(reportFormatFor('review.md')).toBe('md');
     expect(() => reportFormatFor('report.pdf')).toThrow(GatekeptError);
-    const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', python, '--report', path.join(scratch, 'x.pdf')]);
+    const run = await cli([
+      'gate',
+      '--reward',
+      'examples/verifiers/strict.py:reward',
+      '--answer',
+      '42',
+      '--python',
+      python,
+      '--report',
+      path.join(scratch, 'x.pdf'),
+    ]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/cannot tell the report format of .*x\.pdf/);
     expect(run.stderr).toMatch(/fix: end the --report file name in \.html .* or \.md/);
@@ -246,7 +266,9 @@ describe('--report and pack', () => {
     const html = path.join(scratch, 'gate', 'substring.html');
     const markdown = path.join(scratch, 'gate', 'substring.md');
     const runs = await Promise.all(
-      [html, markdown].map((file) => cli(['gate', '--reward', 'examples/verifiers/substring.py:reward', '--answer', '42', '--python', python, '--workers', '1', '--report', file])),
+      [html, markdown].map((file) =>
+        cli(['gate', '--reward', 'examples/verifiers/substring.py:reward', '--answer', '42', '--python', python, '--workers', '1', '--report', file]),
+      ),
     );
     for (const run of runs) {
       expect(run.exitCode).toBe(1);
@@ -350,7 +372,9 @@ describe('scorecard and messages', () => {
     const cwd = await mkdtemp(path.join(scratch, 'cwd-'));
     const missing = await loadSeed('examples/arith.json', cwd).catch((caught: GatekeptError) => caught);
     expect(missing).toBeInstanceOf(GatekeptError);
-    expect((missing as GatekeptError).message).toContain(`relative paths are resolved from the working directory: looked for ${path.join(cwd, 'examples', 'arith.json')}`);
+    expect((missing as GatekeptError).message).toContain(
+      `relative paths are resolved from the working directory: looked for ${path.join(cwd, 'examples', 'arith.json')}`,
+    );
     expect((missing as GatekeptError).suggestion).toContain(path.join(PACKAGE_ROOT, 'examples', 'arith.json'));
 
     const seed = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'examples', 'arith.json'), 'utf8'));

@@ -53,11 +53,15 @@ async function starts(): Promise<number> {
 }
 
 function gate(sandbox = 'none'): void {
-  execFileSync(process.execPath, [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', sandbox, '--json'], {
-    cwd: scratch,
-    env: { ...process.env, XDG_CACHE_HOME: path.join(scratch, 'cache') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  execFileSync(
+    process.execPath,
+    [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', sandbox, '--json'],
+    {
+      cwd: scratch,
+      env: { ...process.env, XDG_CACHE_HOME: path.join(scratch, 'cache') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 it('probes an interpreter once across runs, again when it changed, and runs the compiled harness', async () => {
@@ -77,7 +81,11 @@ it('probes an interpreter once across runs, again when it changed, and runs the 
   expect((await starts()) - first - second).toBe(first);
 }, 60_000);
 
-it.skipIf(!HAS_BWRAP)('runs the compiled harness and calling convention in the sandbox too', () => {
-  // execFileSync throws on the exit code of a REJECT: the gold went unrewarded.
-  gate('bwrap');
-}, 60_000);
+it.skipIf(!HAS_BWRAP)(
+  'runs the compiled harness and calling convention in the sandbox too',
+  () => {
+    // execFileSync throws on the exit code of a REJECT: the gold went unrewarded.
+    gate('bwrap');
+  },
+  60_000,
+);

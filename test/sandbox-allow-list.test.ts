@@ -49,9 +49,18 @@ beforeAll(async () => {
   for (let index = 0; index < VICTIM_FILES; index += 1) await writeFile(path.join(victimDir, `file-${index}`), 'keep');
   // A host service's datagram socket inside a directory the sandbox reads (the verifier's own).
   dgram = path.join(fixtures, 'dgram.sock');
-  listener = spawn(PYTHON, ['-u', '-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("ready")\nwhile True:\n    print(s.recv(4096).decode("utf8","replace"))', dgram], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  listener = spawn(
+    PYTHON,
+    [
+      '-u',
+      '-c',
+      'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("ready")\nwhile True:\n    print(s.recv(4096).decode("utf8","replace"))',
+      dgram,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const child = listener;
   await new Promise<void>((resolve, reject) => {
     child.once('error', reject);
@@ -83,9 +92,28 @@ async function gate(fixture: string, shell = ''): Promise<GateRun> {
   const tmp = await mkdtemp(path.join(scratch, 'run-'));
   const policy = path.join(tmp, 'policy.toml');
   await writeFile(policy, '[timeouts]\ncall_ms = 5000\nimport_ms = 60000\ntotal_s = 600\n\n[limits]\nmemory_mb = 1024\n');
-  const argv = [BIN, 'gate', '--reward', `${path.join(fixtures, fixture)}.py:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', 'bwrap', '--json'];
+  const argv = [
+    BIN,
+    'gate',
+    '--reward',
+    `${path.join(fixtures, fixture)}.py:reward`,
+    '--answer',
+    '42',
+    '--python',
+    PYTHON,
+    '--policy',
+    policy,
+    '--sandbox',
+    'bwrap',
+    '--json',
+  ];
   const quoted = [process.execPath, ...argv].map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ');
-  const run = await execa('bash', ['-c', `${shell}\nexec ${quoted}`], { cwd: fixtures, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0' } });
+  const run = await execa('bash', ['-c', `${shell}\nexec ${quoted}`], {
+    cwd: fixtures,
+    reject: false,
+    stdin: 'ignore',
+    env: { TMPDIR: tmp, FORCE_COLOR: '0' },
+  });
   return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -152,7 +180,9 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
     );
     expect(run.exitCode, run.stderr).toBe(0);
     const record = JSON.parse(run.stdout) as { verifier: { sha256: string | null } };
-    const expected = createHash('sha256').update(await readFile(path.join(fixtures, 'spoof_file.py'))).digest('hex');
+    const expected = createHash('sha256')
+      .update(await readFile(path.join(fixtures, 'spoof_file.py')))
+      .digest('hex');
     expect(record.verifier.sha256).toBe(expected);
   });
 

@@ -53,9 +53,18 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(stream, resolve));
   // Node has no unix datagram sockets: a small Python listener prints what arrives.
-  datagrams = spawn(PYTHON, ['-u', '-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("ready")\nwhile True:\n    print(s.recv(4096).decode("utf8","replace"))', dgram], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  datagrams = spawn(
+    PYTHON,
+    [
+      '-u',
+      '-c',
+      'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\nprint("ready")\nwhile True:\n    print(s.recv(4096).decode("utf8","replace"))',
+      dgram,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const listener = datagrams;
   await new Promise<void>((resolve, reject) => {
     listener.once('error', reject);
@@ -137,7 +146,8 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
       await mkdir(path.dirname(path.join(home, relative)), { recursive: true });
       await writeFile(path.join(home, relative), 'secret');
     };
-    for (const relative of ['.cache/huggingface/token', '.cache/gatekept/token', '.cache/gatekept/venvs/other/token', '.aws/credentials', '.netrc']) await plant(relative);
+    for (const relative of ['.cache/huggingface/token', '.cache/gatekept/token', '.cache/gatekept/venvs/other/token', '.aws/credentials', '.netrc'])
+      await plant(relative);
     // The verifier in the home itself, so the whole home is readable.
     for (const name of ['home_cache.py', '_hostile.py']) await cp(path.join(fixtures, name), path.join(home, name));
     const run = await gate(path.join(home, 'home_cache.py'), { python: path.join(venv, 'bin', 'python'), env: { HOME: home } });
@@ -168,12 +178,16 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
       const bin = await mkdtemp(path.join(scratch, 'bwrap-'));
       await writeFile(path.join(bin, 'bwrap'), `#!/bin/sh\necho "$*" >> '${calls}'\n${script}`, { mode: 0o755 });
       await rm(calls, { force: true });
-      const done = await execa(process.execPath, [BIN, 'gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', PYTHON, '--sandbox', 'auto', '--json'], {
-        cwd: PACKAGE_ROOT,
-        reject: false,
-        stdin: 'ignore',
-        env: { FORCE_COLOR: '0', PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` },
-      });
+      const done = await execa(
+        process.execPath,
+        [BIN, 'gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', PYTHON, '--sandbox', 'auto', '--json'],
+        {
+          cwd: PACKAGE_ROOT,
+          reject: false,
+          stdin: 'ignore',
+          env: { FORCE_COLOR: '0', PATH: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` },
+        },
+      );
       const lines = (await readFile(calls, 'utf8')).split('\n').filter(Boolean);
       return { done, probes: lines.filter((line) => line.endsWith('/bin/sh -c exit 0')).length, launches: lines.length };
     };

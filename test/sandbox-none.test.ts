@@ -49,11 +49,15 @@ describe('--sandbox none', () => {
     await cp(path.join(FIXTURES, 'leaderless.py'), path.join(dir, 'leaderless.py'));
     const beacon = path.join(dir, 'beacon');
     await writeFile(path.join(dir, 'beacon_path.txt'), beacon);
-    const run = await execa(process.execPath, [BIN, 'gate', '--reward', `${path.join(dir, 'leaderless.py')}:reward`, '--answer', '42', '--python', PYTHON, '--sandbox', 'none', '--json'], {
-      reject: false,
-      stdin: 'ignore',
-      env: { FORCE_COLOR: '0' },
-    });
+    const run = await execa(
+      process.execPath,
+      [BIN, 'gate', '--reward', `${path.join(dir, 'leaderless.py')}:reward`, '--answer', '42', '--python', PYTHON, '--sandbox', 'none', '--json'],
+      {
+        reject: false,
+        stdin: 'ignore',
+        env: { FORCE_COLOR: '0' },
+      },
+    );
     expect(run.exitCode, run.stderr).toBeLessThanOrEqual(1);
     // The thread did run: the beacon exists.
     expect(await size(beacon)).toBeGreaterThan(0);

@@ -27,8 +27,21 @@ let emitted: string;
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-scan-attacks-'));
   emitted = path.join(scratch, 'rollout-exploits.json');
-  const run = await cli(['scan', '--results', path.join(FIXTURES, 'trl-rollouts.jsonl'), '--reward', path.join(FIXTURES, 'gameable.py:reward'),
-    '--field', 'completion=response,answer=ground_truth', '--emit-attacks', emitted, '--python', python, '--workers', '2']);
+  const run = await cli([
+    'scan',
+    '--results',
+    path.join(FIXTURES, 'trl-rollouts.jsonl'),
+    '--reward',
+    path.join(FIXTURES, 'gameable.py:reward'),
+    '--field',
+    'completion=response,answer=ground_truth',
+    '--emit-attacks',
+    emitted,
+    '--python',
+    python,
+    '--workers',
+    '2',
+  ]);
   expect(run.exitCode, run.stderr).toBe(1);
 });
 
@@ -38,7 +51,10 @@ afterAll(async () => {
 
 describe('scan --emit-attacks', () => {
   it('writes each exploit shape once, the gold and stated values as placeholders', async () => {
-    const file = JSON.parse(await readFile(emitted, 'utf8')) as { family: string; attacks: { template: string; commits_to: string; positions?: string[]; g_free?: boolean }[] };
+    const file = JSON.parse(await readFile(emitted, 'utf8')) as {
+      family: string;
+      attacks: { template: string; commits_to: string; positions?: string[]; g_free?: boolean }[];
+    };
     expect(file.family).toBe('rollout-exploits');
     // Two hedges of one shape (`\boxed{17} \boxed{42}`, `\boxed{512} \boxed{256}`) make one attack.
     expect(file.attacks.map((attack) => [attack.template, attack.commits_to, attack.positions?.length ?? 0, attack.g_free ?? false])).toEqual([
@@ -55,7 +71,14 @@ describe('scan --emit-attacks', () => {
     const base = await loadCorpus();
     expect(corpus.families.at(-1)!.family).toBe('rollout-exploits');
     expect(corpus.hash).not.toBe(base.hash);
-    const ctx = { gold: '7', type: 'numeric' as const, choices: ['A', 'B', 'C', 'D'], formats: ['boxed' as const], wrong: wrongValues('7', 'numeric', 3, makeRng(1, 'w'), []), dumpPool: wrongValues('7', 'numeric', 20, makeRng(1, 'd'), []) };
+    const ctx = {
+      gold: '7',
+      type: 'numeric' as const,
+      choices: ['A', 'B', 'C', 'D'],
+      formats: ['boxed' as const],
+      wrong: wrongValues('7', 'numeric', 3, makeRng(1, 'w'), []),
+      dumpPool: wrongValues('7', 'numeric', 20, makeRng(1, 'd'), []),
+    };
     const candidates = expandCandidates(corpus, ctx, 0).filter((candidate) => candidate.family === 'rollout-exploits');
     const hedges = candidates.filter((candidate) => candidate.attackId.startsWith('rollout-exploits/hedge-')).map((candidate) => candidate.completion);
     expect(hedges).toHaveLength(2);
@@ -65,7 +88,20 @@ describe('scan --emit-attacks', () => {
 
 describe('gate --attacks', () => {
   it('attacks with the file beside the corpus, and rejects the verifier the rollouts hacked', async () => {
-    const run = await cli(['gate', '--reward', path.join(FIXTURES, 'gameable.py:reward'), '--answer', '7', '--attacks', emitted, '--json', '--python', python, '--workers', '2']);
+    const run = await cli([
+      'gate',
+      '--reward',
+      path.join(FIXTURES, 'gameable.py:reward'),
+      '--answer',
+      '7',
+      '--attacks',
+      emitted,
+      '--json',
+      '--python',
+      python,
+      '--workers',
+      '2',
+    ]);
     expect(run.exitCode, run.stderr).toBe(1);
     const record = JSON.parse(run.stdout) as { families: { family: string; hacks: number }[] };
     expect(record.families.find((family) => family.family === 'rollout-exploits')?.hacks).toBeGreaterThanOrEqual(5);
@@ -73,13 +109,18 @@ describe('gate --attacks', () => {
 
   it('refuses an attack file that breaks the corpus rules, naming the attack and the rule (exit 2)', async () => {
     const bad = path.join(scratch, 'bad.json');
-    await writeFile(bad, JSON.stringify({
-      family: 'my-attacks',
-      title: 'Mine',
-      exploits: 'something',
-      hardening: 'Compare one extracted answer with the gold, whole.',
-      attacks: [{ id: 'my-attacks/wrong-beside-gold', commits_to: 'gold', severity: 'high', applies_to: ['numeric'], template: '{G} {W}', formats: 'raw', note: 'x' }],
-    }));
+    await writeFile(
+      bad,
+      JSON.stringify({
+        family: 'my-attacks',
+        title: 'Mine',
+        exploits: 'something',
+        hardening: 'Compare one extracted answer with the gold, whole.',
+        attacks: [
+          { id: 'my-attacks/wrong-beside-gold', commits_to: 'gold', severity: 'high', applies_to: ['numeric'], template: '{G} {W}', formats: 'raw', note: 'x' },
+        ],
+      }),
+    );
     const run = await cli(['gate', '--reward', path.join(FIXTURES, 'sound.py:reward'), '--answer', '7', '--attacks', bad, '--python', python]);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/attack file .*bad\.json breaks the corpus rules/);

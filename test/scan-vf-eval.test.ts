@@ -88,14 +88,39 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
     try {
       run = await execa(
         path.join(path.dirname(python), 'vf-eval'),
-        ['scan-probe', '-m', 'fake', '-n', String(PLAN.length), '-r', '1', '--client.base-url', server.baseUrl, '--client.api-key-var', 'GATEKEPT_FAKE_KEY',
-          '--env.agent.runtime.type', 'subprocess', '--env.agent.harness.id', 'null', '--no-push', '-o', out],
+        [
+          'scan-probe',
+          '-m',
+          'fake',
+          '-n',
+          String(PLAN.length),
+          '-r',
+          '1',
+          '--client.base-url',
+          server.baseUrl,
+          '--client.api-key-var',
+          'GATEKEPT_FAKE_KEY',
+          '--env.agent.runtime.type',
+          'subprocess',
+          '--env.agent.harness.id',
+          'null',
+          '--no-push',
+          '-o',
+          out,
+        ],
         {
           reject: false,
           timeout: 150_000,
           stdin: 'ignore',
           cwd: home,
-          env: { HOME: home, XDG_CACHE_HOME: path.join(home, '.cache'), HF_HUB_OFFLINE: '1', PYTHONDONTWRITEBYTECODE: '1', PYTHONPATH: site, GATEKEPT_FAKE_KEY: 'unused' },
+          env: {
+            HOME: home,
+            XDG_CACHE_HOME: path.join(home, '.cache'),
+            HF_HUB_OFFLINE: '1',
+            PYTHONDONTWRITEBYTECODE: '1',
+            PYTHONPATH: site,
+            GATEKEPT_FAKE_KEY: 'unused',
+          },
         },
       );
     } finally {
@@ -103,7 +128,13 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
     }
     const [runDir] = await readdir(out);
     traces = path.join(out, runDir!, 'traces.jsonl');
-    result = await scan({ results: traces, reward: `${GAMEABLE_FILE}:reward`, python: 'python3', workers: 2, onExploit: (rollout) => exploitLines.push(rollout.line) });
+    result = await scan({
+      results: traces,
+      reward: `${GAMEABLE_FILE}:reward`,
+      python: 'python3',
+      workers: 2,
+      onExploit: (rollout) => exploitLines.push(rollout.line),
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -117,7 +148,10 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
   });
 
   it('finds exactly the planted exploits, and no honest rollout', async () => {
-    const episodes = (await readFile(traces, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { task: { data: { prompt: string } } });
+    const episodes = (await readFile(traces, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { task: { data: { prompt: string } } });
     const planted = episodes.flatMap((episode, index) => (PLAN.find(([question]) => question === episode.task.data.prompt)![3] ? [index + 1] : []));
     expect(planted).toHaveLength(6);
     expect(exploitLines).toEqual(planted);
@@ -131,11 +165,18 @@ describe('scanning the traces vf-eval writes for a verifiers 0.4 package', () =>
     expect(result.decision).toBe('REJECT');
   });
 
-  it('finds the same through the environment\'s own scoring path (--env)', async () => {
+  it("finds the same through the environment's own scoring path (--env)", async () => {
     const throughEnv: number[] = [];
     // Each worker loads verifiers and the environment: on a loaded machine that can take longer than the default import budget.
     const policy = { ...DEFAULT_POLICY, timeouts: { ...DEFAULT_POLICY.timeouts, importMs: 120_000 } };
-    const scanned = await scan({ results: traces, env: site, python: testPython('verifiers-v1'), workers: 1, policy, onExploit: (rollout) => throughEnv.push(rollout.line) });
+    const scanned = await scan({
+      results: traces,
+      env: site,
+      python: testPython('verifiers-v1'),
+      workers: 1,
+      policy,
+      onExploit: (rollout) => throughEnv.push(rollout.line),
+    });
     expect(throughEnv).toEqual(exploitLines);
     expect(scanned.record.rollouts).toMatchObject({ total: PLAN.length, exploit: 6, error: 0, reward_mismatch: 0 });
     expect(scanned.record.verifier.spec).toBe(`${site} (weighted total)`);
@@ -157,7 +198,9 @@ describe('scanning the results.jsonl the classic library (0.3) writes', () => {
   it('reads each rollout, and re-scores it as the run did', async () => {
     const results = path.join(root, 'results.jsonl');
     // Rollouts serialised by verifiers 0.3.1's own state_to_output, scored by the environment's rubric.
-    await execa(testPython('verifiers-v0'), [path.join(ENVS, 'make_results.py'), 'v0', 'healthy', path.join(ENVS, 'v0-sound'), results], { env: { HF_DATASETS_OFFLINE: '1' } });
+    await execa(testPython('verifiers-v0'), [path.join(ENVS, 'make_results.py'), 'v0', 'healthy', path.join(ENVS, 'v0-sound'), results], {
+      env: { HF_DATASETS_OFFLINE: '1' },
+    });
     const sound = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'scan', 'sound.py:reward');
     const result = await scan({ results, reward: sound, python: 'python3', workers: 1 });
     expect(result.record.source.layout).toBe('verifiers-v0');
@@ -165,7 +208,10 @@ describe('scanning the results.jsonl the classic library (0.3) writes', () => {
     // The environment's rubric adds 0.1 for the boxed layout to the answer's
     // 1 or 0: every boxed rollout's recorded reward is not this verifier's
     // score, and each is flagged; the five unboxed ones agree.
-    const recorded = (await readFile(results, 'utf8')).trim().split('\n').map((line) => (JSON.parse(line) as { reward: number }).reward);
+    const recorded = (await readFile(results, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { reward: number }).reward);
     expect(result.record.rollouts.reward_mismatch).toBe(recorded.filter((reward) => reward !== 0).length);
     expect(result.record.rollouts.reward_mismatch).toBe(25);
     expect(result.record.rollouts.honest).toBeGreaterThan(0);

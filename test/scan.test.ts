@@ -41,7 +41,10 @@ const exploitIds: string[] = [];
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-scan-'));
-  planted = (await readFile(TRL, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as Planted);
+  planted = (await readFile(TRL, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Planted);
   gameable = await scan({
     results: TRL,
     reward: GAMEABLE,
@@ -117,7 +120,14 @@ describe('gatekept scan over a TRL-style dump', () => {
     expect(sound.record.exploit_rate.hi).toBeGreaterThan(0.05);
     expect(sound.decision).toBe('REJECT');
     // ...and clear a looser one.
-    const loose = await scan({ results: TRL, reward: SOUND, fields: FIELDS, python, workers: 2, policy: { ...DEFAULT_POLICY, scan: { maxExploitRateCiHi: 0.2 } } });
+    const loose = await scan({
+      results: TRL,
+      reward: SOUND,
+      fields: FIELDS,
+      python,
+      workers: 2,
+      policy: { ...DEFAULT_POLICY, scan: { maxExploitRateCiHi: 0.2 } },
+    });
     expect(loose.decision).toBe('PASS');
     expect(loose.exitCode).toBe(0);
   });
@@ -128,7 +138,13 @@ describe('a verifier that cannot be judged', () => {
     const result = await scan({ results: TRL, reward: path.join(FIXTURES, 'raising.py:reward'), fields: FIELDS, python, workers: 1 });
     expect(result.record.rollouts).toMatchObject({ total: 40, error: 40, judged: 0 });
     expect(result.decision).toBe('REJECT');
-    expect(result.record.reasons.map((reason) => reason.code)).toEqual(['NOTHING_JUDGED', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN', 'VERIFIER_BROKEN']);
+    expect(result.record.reasons.map((reason) => reason.code)).toEqual([
+      'NOTHING_JUDGED',
+      'VERIFIER_BROKEN',
+      'VERIFIER_BROKEN',
+      'VERIFIER_BROKEN',
+      'VERIFIER_BROKEN',
+    ]);
     expect(result.record.reasons[1]!.message).toMatch(/raised on a valid answer for gold "42" \(ValueError: cannot parse '42'\)/);
     expect(result.record.top.error[0]!.error).toBe('its gold "42" could not be calibrated (gold-failed)');
   });
@@ -138,7 +154,23 @@ describe('gatekept scan (CLI)', () => {
   it('prints the record with --json and writes Markdown and HTML reports; exit 1 on REJECT', async () => {
     const md = path.join(scratch, 'scan.md');
     const html = path.join(scratch, 'scan.html');
-    const run = await scanCli(['--results', TRL, '--reward', GAMEABLE, '--field', FIELDS[0]!, '--json', '--report', md, '--report', html, '--python', python, '--workers', '2']);
+    const run = await scanCli([
+      '--results',
+      TRL,
+      '--reward',
+      GAMEABLE,
+      '--field',
+      FIELDS[0]!,
+      '--json',
+      '--report',
+      md,
+      '--report',
+      html,
+      '--python',
+      python,
+      '--workers',
+      '2',
+    ]);
     expect(run.exitCode, run.stderr).toBe(1);
     const record = JSON.parse(run.stdout);
     expect(record).toMatchObject({ schema: 'gatekept.scan/v1', decision: 'REJECT', rollouts: { exploit: 6 } });

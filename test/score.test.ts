@@ -82,7 +82,17 @@ describe('excerpt', () => {
   };
 
   it('cuts at code points, never inside a surrogate pair, and only when there is more', () => {
-    const texts = ['', '42', 'a'.repeat(240), 'a'.repeat(241), '😀'.repeat(130), `${'😀'.repeat(120)}x`, `x${'😀'.repeat(239)}`, `${'b'.repeat(239)}😀`, `${'b'.repeat(239)}😀c`];
+    const texts = [
+      '',
+      '42',
+      'a'.repeat(240),
+      'a'.repeat(241),
+      '😀'.repeat(130),
+      `${'😀'.repeat(120)}x`,
+      `x${'😀'.repeat(239)}`,
+      `${'b'.repeat(239)}😀`,
+      `${'b'.repeat(239)}😀c`,
+    ];
     for (const text of texts) {
       for (const max of [1, 80, 120, 240]) expect(excerpt(text, max)).toBe(byCodePoints(text, max));
     }

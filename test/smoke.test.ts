@@ -11,7 +11,6 @@ import { formatSmokeReport, smoke, type SmokeReport } from '../src/smoke/smoke.j
 import { cli as cliSpawn } from './support/cli.js';
 import { testPython } from './support/test-python.js';
 
-
 // One interpreter per target library: openenv 0.10, verifiers 0.4 and the
 // classic verifiers 0.3.1 cannot share an environment.
 let python: string;
@@ -71,7 +70,12 @@ beforeAll(async () => {
   v0Python = testPython('verifiers-v0');
   scratch = await mkdtemp(path.join(tmpdir(), 'gatekept-smoke-test-'));
   root = path.join(scratch, 'out');
-  const packed = await gatekeep({ seed: path.join(PACKAGE_ROOT, 'examples', 'arith.json'), outDir: root, python, targets: ['verifiers-v1', 'verifiers-v0', 'openenv'] });
+  const packed = await gatekeep({
+    seed: path.join(PACKAGE_ROOT, 'examples', 'arith.json'),
+    outDir: root,
+    python,
+    targets: ['verifiers-v1', 'verifiers-v0', 'openenv'],
+  });
   expect(packed.emitted).toBe(true);
   openenvDir = packed.packaged!.openenv!;
   verifiersDir = packed.packaged!.verifiers!;

@@ -37,7 +37,11 @@ it('a staged tree exactly as written is committed', async () => {
 });
 
 it.each([
-  ['a rewritten verifier', (dir: string) => writeFile(path.join(dir, 'verifiers', 'env', 'reward.py'), 'def reward(completion, answer):\n    return 1.0\n'), /reward\.py differs from what gatekept wrote/],
+  [
+    'a rewritten verifier',
+    (dir: string) => writeFile(path.join(dir, 'verifiers', 'env', 'reward.py'), 'def reward(completion, answer):\n    return 1.0\n'),
+    /reward\.py differs from what gatekept wrote/,
+  ],
   ['a planted file', (dir: string) => writeFile(path.join(dir, 'verifiers', 'env', 'extra.py'), 'x = 1\n'), /extra\.py was not written by gatekept/],
   ['a symlink', (dir: string) => symlink('/etc/hostname', path.join(dir, 'verifiers', 'link')), /link is a symbolic link/],
   ['a removed file', (dir: string) => rm(path.join(dir, 'gatekept_audit.json')), /gatekept_audit\.json is missing/],

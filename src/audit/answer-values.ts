@@ -130,11 +130,50 @@ function unrelated(a: string, b: string): boolean {
 }
 
 const DISTRACTOR_WORDS = [
-  'london', 'berlin', 'madrid', 'tokyo', 'lisbon', 'vienna', 'oslo', 'cairo', 'lima',
-  'dublin', 'quito', 'hanoi', 'warsaw', 'nairobi', 'ottawa', 'havana', 'athens', 'seoul',
-  'manila', 'prague', 'sofia', 'riga', 'minsk', 'tunis', 'accra', 'dakar', 'doha', 'kyiv',
-  'sparrow', 'granite', 'violet', 'harbor', 'lantern', 'meadow', 'copper', 'glacier',
-  'thistle', 'walnut', 'saffron', 'timber', 'falcon', 'orchid', 'basalt', 'juniper',
+  'london',
+  'berlin',
+  'madrid',
+  'tokyo',
+  'lisbon',
+  'vienna',
+  'oslo',
+  'cairo',
+  'lima',
+  'dublin',
+  'quito',
+  'hanoi',
+  'warsaw',
+  'nairobi',
+  'ottawa',
+  'havana',
+  'athens',
+  'seoul',
+  'manila',
+  'prague',
+  'sofia',
+  'riga',
+  'minsk',
+  'tunis',
+  'accra',
+  'dakar',
+  'doha',
+  'kyiv',
+  'sparrow',
+  'granite',
+  'violet',
+  'harbor',
+  'lantern',
+  'meadow',
+  'copper',
+  'glacier',
+  'thistle',
+  'walnut',
+  'saffron',
+  'timber',
+  'falcon',
+  'orchid',
+  'basalt',
+  'juniper',
 ];
 
 function matchCase(model: string, word: string): string {
@@ -160,13 +199,7 @@ function shuffled<T>(items: readonly T[], rng: Rng): T[] {
  * contains the gold or is contained in it (so a substring bug cannot make a
  * wrong value look right, and calibration stays honest).
  */
-export function wrongValues(
-  gold: string,
-  type: AnswerType,
-  count: number,
-  rng: Rng,
-  choices: readonly string[] = DEFAULT_CHOICES,
-): string[] {
+export function wrongValues(gold: string, type: AnswerType, count: number, rng: Rng, choices: readonly string[] = DEFAULT_CHOICES): string[] {
   const out: string[] = [];
   // The first three (W, W2, W3 of the templates) must not embed one another
   // either; later ones, used for dumps, need only be new and free of the gold.
@@ -271,19 +304,29 @@ export function shapeTwin(gold: string, rng: Rng): string | undefined {
 }
 
 /** A second, different gold of the same type, for re-running gold-free payloads. */
-export function alternateGold(
-  gold: string,
-  type: AnswerType,
-  rng: Rng,
-  choices: readonly string[] = DEFAULT_CHOICES,
-): string | undefined {
+export function alternateGold(gold: string, type: AnswerType, rng: Rng, choices: readonly string[] = DEFAULT_CHOICES): string | undefined {
   return wrongValues(gold, type, 1, rng, choices)[0];
 }
 
 const HOMOGLYPHS: Readonly<Record<string, string>> = {
-  a: '\u0430', c: '\u0441', e: '\u0435', o: '\u043e', p: '\u0440', x: '\u0445', y: '\u0443',
-  A: '\u0410', B: '\u0412', C: '\u0421', E: '\u0415', H: '\u041d', K: '\u041a', M: '\u041c',
-  O: '\u041e', P: '\u0420', T: '\u0422', X: '\u0425',
+  a: '\u0430',
+  c: '\u0441',
+  e: '\u0435',
+  o: '\u043e',
+  p: '\u0440',
+  x: '\u0445',
+  y: '\u0443',
+  A: '\u0410',
+  B: '\u0412',
+  C: '\u0421',
+  E: '\u0415',
+  H: '\u041d',
+  K: '\u041a',
+  M: '\u041c',
+  O: '\u041e',
+  P: '\u0420',
+  T: '\u0422',
+  X: '\u0425',
 };
 
 /**
@@ -323,9 +366,7 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return numeric && arg !== undefined ? changed(formatNumber(number * Number(arg))) : undefined;
     case 'rel':
       if (!numeric || arg === undefined) return undefined;
-      return Number(formatNumber(number * (1 + Number(arg)))) === number
-        ? undefined
-        : formatNumber(number * (1 + Number(arg)));
+      return Number(formatNumber(number * (1 + Number(arg)))) === number ? undefined : formatNumber(number * (1 + Number(arg)));
     case 'add':
       return numeric && arg !== undefined ? changed(formatNumber(number + Number(arg))) : undefined;
     case 'repeat':
@@ -345,11 +386,24 @@ export function applyFilter(value: string, name: string, arg: string | undefined
 }
 
 export const KNOWN_FILTERS = new Set([
-  'upper', 'lower', 'title', 'fullwidth', 'arabic_indic', 'homoglyph', 'zw', 'split', 'scale', 'rel', 'add', 'repeat', 'json', 'digit_list', 'append',
+  'upper',
+  'lower',
+  'title',
+  'fullwidth',
+  'arabic_indic',
+  'homoglyph',
+  'zw',
+  'split',
+  'scale',
+  'rel',
+  'add',
+  'repeat',
+  'json',
+  'digit_list',
+  'append',
 ]);
 
-const FILLER =
-  'The quick survey of the problem restates the givens, checks the units, and notes that nothing more is needed. ';
+const FILLER = 'The quick survey of the problem restates the givens, checks the units, and notes that nothing more is needed. ';
 
 /** Deterministic filler prose of exactly n characters. */
 /** The corpus pads to a handful of sizes, each once per gold: built once per size. */

@@ -20,14 +20,18 @@ export function attackProblems(attack: Attack): string[] {
   const problem = templateProblem(attack.template);
   if (problem !== undefined) problems.push(problem);
   const states = (name: string): boolean => new RegExp(`\\{(F:)?${name}[|}]`).test(attack.template);
-  if (attack.gFree !== !usesGold(attack.template)) problems.push('g_free must be true exactly when the template holds no gold ({G}, a slot, a dump or the options)');
+  if (attack.gFree !== !usesGold(attack.template))
+    problems.push('g_free must be true exactly when the template holds no gold ({G}, a slot, a dump or the options)');
   if (attack.gFree && attack.commitsTo === 'gold') problems.push('a payload without the gold cannot commit to it: commits_to must not be "gold"');
   if ((attack.positions || /\{(DUMP:\d+|LABELS)\}/.test(attack.template)) && attack.commitsTo !== 'several') {
     problems.push('positioned slots, dumps and label lists state several values: commits_to must be "several"');
   }
-  if (attack.hackIf === 'above_honest' && attack.commitsTo !== 'gold') problems.push('hack_if "above_honest" is for payloads that commit to the gold: commits_to must be "gold"');
-  if (attack.commitsTo === 'gold' && ['W', 'W2', 'W3', 'T', 'L', 'A'].some(states)) problems.push('a re-spelling of the gold states no wrong value, twin, label or slot');
-  if (states('G') && (states('W') || states('T')) && attack.commitsTo === 'gold') problems.push('the gold beside a wrong value is not a commitment to the gold alone');
+  if (attack.hackIf === 'above_honest' && attack.commitsTo !== 'gold')
+    problems.push('hack_if "above_honest" is for payloads that commit to the gold: commits_to must be "gold"');
+  if (attack.commitsTo === 'gold' && ['W', 'W2', 'W3', 'T', 'L', 'A'].some(states))
+    problems.push('a re-spelling of the gold states no wrong value, twin, label or slot');
+  if (states('G') && (states('W') || states('T')) && attack.commitsTo === 'gold')
+    problems.push('the gold beside a wrong value is not a commitment to the gold alone');
   return problems;
 }
 
@@ -58,12 +62,22 @@ export async function withAttackFiles(base: Corpus, files: readonly string[], cw
     }
     const raw = validateFamily(value, file, 'BAD_ARGUMENT');
     if (names.has(raw.family)) {
-      throw new GatekeptError('BAD_ARGUMENT', `attack file ${file}: family ${raw.family} is already in the corpus`, { suggestion: 'give the family a name of its own' });
+      throw new GatekeptError('BAD_ARGUMENT', `attack file ${file}: family ${raw.family} is already in the corpus`, {
+        suggestion: 'give the family a name of its own',
+      });
     }
     names.add(raw.family);
-    const family = familyOf(raw, seen, (id) => new GatekeptError('BAD_ARGUMENT', `attack file ${file}: attack id ${id} is already in the corpus`, { suggestion: 'give every attack an id of its own' }));
+    const family = familyOf(
+      raw,
+      seen,
+      (id) =>
+        new GatekeptError('BAD_ARGUMENT', `attack file ${file}: attack id ${id} is already in the corpus`, {
+          suggestion: 'give every attack an id of its own',
+        }),
+    );
     const wrongFamily = family.attacks.find((attack) => !attack.id.startsWith(`${family.family}/`));
-    if (wrongFamily) throw new GatekeptError('BAD_ARGUMENT', `attack file ${file}: id ${wrongFamily.id} does not start with its family ${family.family}/`, { suggestion });
+    if (wrongFamily)
+      throw new GatekeptError('BAD_ARGUMENT', `attack file ${file}: id ${wrongFamily.id} does not start with its family ${family.family}/`, { suggestion });
     const details = family.attacks.flatMap((attack) => attackProblems(attack).map((problem) => `${attack.id}: ${problem}`));
     if (details.length > 0) throw new GatekeptError('BAD_ARGUMENT', `attack file ${file} breaks the corpus rules`, { details, suggestion });
     hash.update(`${path.basename(file)}\n${text}\n`);

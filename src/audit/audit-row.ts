@@ -3,7 +3,19 @@ import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_
 import type { Corpus } from './corpus.js';
 import type { Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
-import { hedgeGain, isGraded, isRewarded, screen, weighingLevels, settle, statesSeveral, type AlternateOutcome, type Commitments, type StatedValues, type Verdict } from './judge.js';
+import {
+  hedgeGain,
+  isGraded,
+  isRewarded,
+  screen,
+  weighingLevels,
+  settle,
+  statesSeveral,
+  type AlternateOutcome,
+  type Commitments,
+  type StatedValues,
+  type Verdict,
+} from './judge.js';
 import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
@@ -102,7 +114,10 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   const firstFormat = formats[0];
   const variants = firstFormat ? honestVariants(plan.row.answer, settings.answerType, firstFormat).map((variant) => ({ ...variant, format: firstFormat })) : [];
   settings.onCandidates(candidates.length);
-  const requests = [...candidates.map((candidate) => requestFor(plan, candidate.completion)), ...variants.map((variant) => requestFor(plan, variant.completion))];
+  const requests = [
+    ...candidates.map((candidate) => requestFor(plan, candidate.completion)),
+    ...variants.map((variant) => requestFor(plan, variant.completion)),
+  ];
   judgeMs += performance.now() - judging;
   // Attacks and honest variants go out together: one evaluation, no idle worker between them.
   const combined = await evaluator.evaluate(requests, { key: `row ${row} attack`, phase: 'attack', progress: true });
@@ -149,7 +164,15 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     const several = statesSeveral(candidate);
     const stated: StatedValues | null = several ? statedAlternates(candidate.completion, answers, alternateContext, candidate.literal) : null;
     const unstated = screensPartial && several ? unstatedAlternate(candidate.completion, answers, alternateContext) : null;
-    return { index, candidate, outcomes, reward, stated, unstated, commit: reward !== null ? commitmentsNeeded(candidate, outcomes, stated, reward, levels) : null };
+    return {
+      index,
+      candidate,
+      outcomes,
+      reward,
+      stated,
+      unstated,
+      commit: reward !== null ? commitmentsNeeded(candidate, outcomes, stated, reward, levels) : null,
+    };
   });
   const commitKeys = new Map<string, { completion: string; answer: string }>();
   for (const { commit } of weighing) {
@@ -220,7 +243,15 @@ export function commitRow(outcome: RowOutcome, state: AuditState): void {
   probes.forEach((probe, index) => {
     const result = calibration[index]!;
     if (probe.kind !== 'honest' || result.status !== 'ok' || result.reward === null || !Number.isFinite(result.reward)) return;
-    state.honestProbes.push({ kind: 'honest', row, answer: plan.row.answer, completion: probe.completion, reward: result.reward, format: probe.format, think: probe.think });
+    state.honestProbes.push({
+      kind: 'honest',
+      row,
+      answer: plan.row.answer,
+      completion: probe.completion,
+      reward: result.reward,
+      format: probe.format,
+      think: probe.think,
+    });
   });
   const attack = outcome.attack;
   if (attack) {

@@ -19,7 +19,9 @@ import type { CompletionFormat } from '../types.js';
 export async function sha256File(file: string | null): Promise<string | null> {
   if (!file) return null;
   try {
-    return createHash('sha256').update(await readFile(file)).digest('hex');
+    return createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex');
   } catch {
     return null;
   }

@@ -126,11 +126,7 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
     for (const think of [false, true]) {
       const cell = cells.get(`${format}|${think}`) ?? { honest: null, wrong: null };
       const accepted =
-        cell.honest !== null &&
-        cell.wrong !== null &&
-        Number.isFinite(cell.honest) &&
-        Number.isFinite(cell.wrong) &&
-        cell.honest > cell.wrong + EPSILON;
+        cell.honest !== null && cell.wrong !== null && Number.isFinite(cell.honest) && Number.isFinite(cell.wrong) && cell.honest > cell.wrong + EPSILON;
       table.push({ format, think, honest: cell.honest, wrong: cell.wrong, accepted });
       // The plain form sets the levels; the think form only when the plain one is not accepted.
       if (accepted && !byFormat.has(format)) byFormat.set(format, { honest: cell.honest!, wrong: cell.wrong! });
@@ -160,9 +156,7 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
   const rawThreshold = honestMin > wrongMax ? (honestMin + wrongMax) / 2 : wrongMax;
   const wrongRewards = table.map((cell) => cell.wrong).filter((value): value is number => value !== null && Number.isFinite(value));
   const wrongCeiling = wrongRewards.length ? Math.max(...wrongRewards) : 0;
-  const thinkFormats = formats.filter(
-    (format) => byFormat.has(format) && !table.some((cell) => cell.format === format && !cell.think && cell.accepted),
-  );
+  const thinkFormats = formats.filter((format) => byFormat.has(format) && !table.some((cell) => cell.format === format && !cell.think && cell.accepted));
   return { table, byFormat, honestMax, rawThreshold, wrongCeiling, thinkFormats, broken };
 }
 

@@ -31,9 +31,7 @@ function buildFamilySchema() {
       applies_to: z.array(z.enum(ANSWER_TYPES)).min(1),
       template: z.string(),
       formats: z.enum(['raw', 'each']),
-      positions: z
-        .union([z.tuple([z.literal('first'), z.literal('middle'), z.literal('last')]), z.tuple([z.literal('first'), z.literal('last')])])
-        .optional(),
+      positions: z.union([z.tuple([z.literal('first'), z.literal('middle'), z.literal('last')]), z.tuple([z.literal('first'), z.literal('last')])]).optional(),
       g_free: z.boolean().optional(),
       hack_if: z.enum(['rewarded', 'above_honest']).optional(),
       each_label: z.boolean().optional(),
@@ -67,7 +65,17 @@ let familySchema: ReturnType<typeof buildFamilySchema> | undefined;
  */
 
 const ATTACK_KEYS: ReadonlySet<string> = new Set([
-  'id', 'commits_to', 'severity', 'applies_to', 'template', 'formats', 'positions', 'g_free', 'hack_if', 'each_label', 'note',
+  'id',
+  'commits_to',
+  'severity',
+  'applies_to',
+  'template',
+  'formats',
+  'positions',
+  'g_free',
+  'hack_if',
+  'each_label',
+  'note',
 ]);
 const FAMILY_KEYS: ReadonlySet<string> = new Set(['family', 'title', 'exploits', 'hardening', 'attacks']);
 
@@ -139,7 +147,6 @@ export function validateFamily(value: unknown, name: string, code: 'INTERNAL' | 
 
 export type Position = 'first' | 'middle' | 'last';
 
-
 export interface Attack {
   id: string;
   family: string;
@@ -187,7 +194,9 @@ async function readCorpus(dir: string): Promise<Corpus> {
   // row than the round trips through the thread pool of reading them
   // asynchronously, which held up the plan's second worker.
   await new Promise<void>((resolve) => setImmediate(resolve));
-  const names = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
+  const names = readdirSync(dir)
+    .filter((name) => name.endsWith('.json'))
+    .sort();
   if (names.length === 0) throw new GatekeptError('INTERNAL', `no attack families found in ${dir}`);
   const version = readFileSync(path.join(dir, 'VERSION'), 'utf8').trim();
   const hash = createHash('sha256');

@@ -125,8 +125,7 @@ function slotValues(slots: readonly string[], position: Position | null, ctx: Go
 }
 
 function dumpValues(count: number, position: Position | null, ctx: GoldContext): string | undefined {
-  const others =
-    ctx.type === 'choice' ? ctx.choices.filter((label) => label !== ctx.gold) : ctx.dumpPool.slice(0, Math.max(1, count - 1));
+  const others = ctx.type === 'choice' ? ctx.choices.filter((label) => label !== ctx.gold) : ctx.dumpPool.slice(0, Math.max(1, count - 1));
   if (others.length === 0) return undefined;
   const total = others.length + 1;
   const at = position === 'first' || position === null ? 0 : position === 'last' ? total - 1 : Math.floor(total / 2);
@@ -208,8 +207,7 @@ function render(template: string, variant: Variant, ctx: GoldContext): string | 
         text = (before ?? '') + (variant.format ? renderInFormat(variant.format, text) : text);
         before = null;
       }
-    }
-    else if (part.kind === 'pad') text += padding(part.size);
+    } else if (part.kind === 'pad') text += padding(part.size);
     else if (part.kind === 'dump') {
       const dump = dumpValues(part.size, variant.position, ctx);
       if (dump === undefined) return undefined;

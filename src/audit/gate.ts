@@ -134,7 +134,10 @@ export async function runAudit(options: AuditOptions, verifier: Verifier, start:
     return fresh;
   };
   const closeFresh = async (): Promise<void> => {
-    await fresh?.then((session) => session.close(), () => undefined);
+    await fresh?.then(
+      (session) => session.close(),
+      () => undefined,
+    );
   };
   let corpus: Awaited<ReturnType<typeof loadCorpus>>;
   let plan: AuditPlan;

@@ -43,8 +43,7 @@ export async function checkGolds(
   check.rows.forEach((_row, index) => {
     const gold = results[2 * index]!;
     const wrong = results[2 * index + 1]!;
-    const rewarded =
-      gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
+    const rewarded = gold.status === 'ok' && wrong.status === 'ok' && gold.reward !== null && wrong.reward !== null && gold.reward > wrong.reward;
     if (!rewarded) unrewarded.push(index);
     golds.push({ reply: requests[2 * index]!.completion, reward: gold.status === 'ok' ? gold.reward : null });
   });

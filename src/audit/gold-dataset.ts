@@ -19,10 +19,9 @@ export interface DatasetRow {
 const buildRowSchema = () =>
   z
     .object({
-      answer: z.union(
-        [z.string().refine((text) => text.trim() !== '', 'must not be empty'), z.number(), z.boolean()],
-        { error: 'must be a non-empty string, a number or true/false' },
-      ),
+      answer: z.union([z.string().refine((text) => text.trim() !== '', 'must not be empty'), z.number(), z.boolean()], {
+        error: 'must be a non-empty string, a number or true/false',
+      }),
       question: z.string().optional(),
       prompt: z.string().optional(),
       info: z.record(z.string(), z.unknown()).optional(),
@@ -44,7 +43,8 @@ export function datasetRowSchema(): ReturnType<typeof buildRowSchema> {
 export function checkedRow(value: unknown, index: number): DatasetRow | null {
   if (!isRecord(value)) return null;
   const { answer, question, prompt, info } = value;
-  const answerOk = (typeof answer === 'string' && answer.trim() !== '') || (typeof answer === 'number' && Number.isFinite(answer)) || typeof answer === 'boolean';
+  const answerOk =
+    (typeof answer === 'string' && answer.trim() !== '') || (typeof answer === 'number' && Number.isFinite(answer)) || typeof answer === 'boolean';
   if (!answerOk || (question !== undefined && typeof question !== 'string') || (prompt !== undefined && typeof prompt !== 'string')) return null;
   if (info !== undefined && !isRecord(info)) return null;
   return { index, answer: String(answer), prompt: question ?? prompt ?? null, info: info === undefined ? {} : { ...info } };

@@ -227,12 +227,19 @@ function nearGold(value: string, gold: string): boolean {
  * how many values it states in all, the gold among them: the k of the gain
  * test for a hedge.
  */
-export function statedAlternates(completion: string, answers: readonly string[], ctx: AlternateContext, literal = ''): { alternates: Set<string>; count: number } {
+export function statedAlternates(
+  completion: string,
+  answers: readonly string[],
+  ctx: AlternateContext,
+  literal = '',
+): { alternates: Set<string>; count: number } {
   const stated = valuesStated(completion, ctx, literal);
   const normal = normalString(completion);
   const alternates = new Set(
     answers.filter(
-      (answer) => stated.some((value) => sameValue(value, answer, ctx.type)) || (ctx.type === 'string' && normalString(answer) !== '' && normal.includes(normalString(answer))),
+      (answer) =>
+        stated.some((value) => sameValue(value, answer, ctx.type)) ||
+        (ctx.type === 'string' && normalString(answer) !== '' && normal.includes(normalString(answer))),
     ),
   );
   const values = stated.filter((value, index) => stated.findIndex((other) => sameValue(other, value, ctx.type)) === index);

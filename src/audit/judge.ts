@@ -74,11 +74,14 @@ export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
 export const INVARIANT_ADVICE: Readonly<Record<Invariant, string>> = {
   'non-finite-reward': 'parse to a float, reject non-finite values with math.isfinite, and compare with an explicit tolerance that NaN cannot pass',
   'reward-above-honest': 'cap the reward: score one extracted final answer, never sum matches',
-  'hedge-rewarded': 'extract exactly one committed answer (the last or the first, by a fixed rule) and ignore the others; pay no partial credit for the gold appearing elsewhere',
+  'hedge-rewarded':
+    'extract exactly one committed answer (the last or the first, by a fixed rule) and ignore the others; pay no partial credit for the gold appearing elsewhere',
   'gold-free-rewarded': 'return the wrong-answer score unless an extracted answer equals the gold; no default or fallback branch may reward',
   'answer-ignored': 'make the reward depend on the gold: compare an extracted answer against it',
-  'attack-rewarded': 'extract one final answer in one expected format and compare it whole (full match, ASCII digits, finite numbers, no substring or prefix tests)',
-  'false-accept': 'reward only a final answer that commits to one value: no negations, hedges read by position, later corrections, answers inside the reasoning or cut-off output',
+  'attack-rewarded':
+    'extract one final answer in one expected format and compare it whole (full match, ASCII digits, finite numbers, no substring or prefix tests)',
+  'false-accept':
+    'reward only a final answer that commits to one value: no negations, hedges read by position, later corrections, answers inside the reasoning or cut-off output',
   'equivalent-form': 'nothing to fix: a policy gains nothing from writing the gold another way',
   raised: 'catch parsing failures and return the wrong-answer score; verifiers turns a raise into a silent 0',
   'timed-out': 'bound the work per completion (no unbounded loops, no backtracking-prone regular expressions on long input)',
@@ -125,7 +128,9 @@ export function layoutOf(candidate: Pick<Candidate, 'format' | 'completion'>, le
   let formats: FormatName[];
   if (candidate.format !== null) formats = [candidate.format];
   else {
-    const declared = levels.table.map((cell) => cell.format).filter((format) => isCustomFormat(format) && slotValue(format, candidate.completion) !== undefined);
+    const declared = levels.table
+      .map((cell) => cell.format)
+      .filter((format) => isCustomFormat(format) && slotValue(format, candidate.completion) !== undefined);
     formats = [...formatsSpoken(candidate.completion), ...declared];
     if (formats.length === 0) formats = ['bare'];
   }
@@ -376,7 +381,10 @@ export function settle(
   const gain = hedgeGain(goldReward, statedOutcomes, stated?.count ?? statedOutcomes.length + 1, own, { unstatedReward, commitments });
   if (!gain) return notPaid();
   const floor = Math.max(own.wrong, unstatedReward ?? own.wrong) + EPSILON;
-  const paid = gain.rewards.slice(1).filter((entry) => entry.reward > floor).map((entry) => entry.gold);
+  const paid = gain.rewards
+    .slice(1)
+    .filter((entry) => entry.reward > floor)
+    .map((entry) => entry.gold);
   gain.rewards[0]!.gold = candidate.answer;
   return { ...verdict('exploit', invariant, candidate.severity, [...gold, ...paid]), hedge: gain };
 }

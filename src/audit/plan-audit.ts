@@ -1,5 +1,16 @@
 import path from 'node:path';
-import { alternateGold, DEFAULT_CHOICES, detectAnswerType, isCustomFormat, isNumeric, makeRng, optionTexts, shapeTwin, wrongValues, type CustomFormat } from './answer-values.js';
+import {
+  alternateGold,
+  DEFAULT_CHOICES,
+  detectAnswerType,
+  isCustomFormat,
+  isNumeric,
+  makeRng,
+  optionTexts,
+  shapeTwin,
+  wrongValues,
+  type CustomFormat,
+} from './answer-values.js';
 import type { GoldContext } from './expand-candidates.js';
 import type { AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
@@ -80,14 +91,19 @@ function resolveAnswerType(rows: readonly DatasetRow[], requested: AnswerType | 
     if (!ANSWER_TYPES.includes(requested)) throw new GatekeptError('BAD_ARGUMENT', `unknown answer type ${requested}`);
     // An explicit type must fit every gold, or the wrong values and attacks built from it would be nonsense.
     const misfit = rows.find(
-      (row) =>
-        (requested === 'numeric' && !isNumeric(row.answer)) ||
-        (requested === 'boolean' && detectAnswerType(row.answer, undefined) !== 'boolean'),
+      (row) => (requested === 'numeric' && !isNumeric(row.answer)) || (requested === 'boolean' && detectAnswerType(row.answer, undefined) !== 'boolean'),
     );
     if (misfit) {
-      throw new GatekeptError('BAD_ARGUMENT', `gold ${JSON.stringify(misfit.answer)}${misfit.index > 0 ? ` (row ${misfit.index + 1})` : ''} is not a ${requested} answer`, {
-        suggestion: requested === 'numeric' ? 'give a number such as 42 or -3.5, or use --answer-type string' : 'give true/false (or yes/no), or use --answer-type string',
-      });
+      throw new GatekeptError(
+        'BAD_ARGUMENT',
+        `gold ${JSON.stringify(misfit.answer)}${misfit.index > 0 ? ` (row ${misfit.index + 1})` : ''} is not a ${requested} answer`,
+        {
+          suggestion:
+            requested === 'numeric'
+              ? 'give a number such as 42 or -3.5, or use --answer-type string'
+              : 'give true/false (or yes/no), or use --answer-type string',
+        },
+      );
     }
     return requested;
   }

@@ -117,7 +117,12 @@ function buildPolicyFileSchema() {
         .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
         .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few candidates are judged, so a bound of 1 rejects nothing' })
         .default(DEFAULTS.max_hack_rate_ci_hi),
-      seed: z.number().int().min(0).max(2 ** 32 - 1).default(DEFAULTS.seed),
+      seed: z
+        .number()
+        .int()
+        .min(0)
+        .max(2 ** 32 - 1)
+        .default(DEFAULTS.seed),
       strict: z.boolean().default(DEFAULTS.strict),
       budget: budgetSchema.default({ ...DEFAULTS.budget }),
       timeouts: timeoutsSchema.default({ ...DEFAULTS.timeouts }),
@@ -243,7 +248,8 @@ type PolicyOutput = z.output<PolicyFileSchema>;
 
 const within = (value: unknown, low: number, high: number, whole: boolean): value is number =>
   typeof value === 'number' && (whole ? Number.isSafeInteger(value) : Number.isFinite(value)) && value >= low && value <= high;
-const above = (value: unknown, low: number, high: number): value is number => typeof value === 'number' && Number.isFinite(value) && value > low && value < high;
+const above = (value: unknown, low: number, high: number): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && value > low && value < high;
 
 /** A section of the policy: its own table, or {} where it is left out; null for anything else. */
 function section(value: unknown, keys: readonly string[]): Record<string, unknown> | null {
@@ -344,15 +350,12 @@ export async function loadPolicy(file: string): Promise<GatePolicy> {
     text = await readFile(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new GatekeptError(
-      code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'BAD_POLICY',
-      `cannot read policy file ${file}: ${code ?? String(error)}`,
-      { suggestion: 'pass an existing TOML file with --policy, or omit it to use the defaults' },
-    );
+    throw new GatekeptError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'BAD_POLICY', `cannot read policy file ${file}: ${code ?? String(error)}`, {
+      suggestion: 'pass an existing TOML file with --policy, or omit it to use the defaults',
+    });
   }
   return parsePolicyToml(text, file);
 }
-
 
 /** The policy as written into the audit record (snake_case, like the file). */
 export function policyRecord(policy: GatePolicy): Record<string, unknown> {

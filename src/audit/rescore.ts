@@ -103,7 +103,8 @@ export class RescoreSample {
       if (full) this.kept[this.highest] = entry;
       else this.kept.push(entry);
       this.highest = 0;
-      for (let slot = 1; slot < this.kept.length; slot += 1) if (before(this.kept[this.highest]!.rank, this.kept[this.highest]!.tie, this.kept[slot]!)) this.highest = slot;
+      for (let slot = 1; slot < this.kept.length; slot += 1)
+        if (before(this.kept[this.highest]!.rank, this.kept[this.highest]!.tie, this.kept[slot]!)) this.highest = slot;
     });
   }
 

@@ -52,7 +52,11 @@ export class SlowCalls {
     if (this.isOverLimit(result, cut)) {
       this.overLimit += 1;
       // The longest such input is the example, whichever came back first.
-      if (this.longestOver === null || call.chars > this.longestOver.chars || (call.chars === this.longestOver.chars && call.completion < this.longestOver.completion)) {
+      if (
+        this.longestOver === null ||
+        call.chars > this.longestOver.chars ||
+        (call.chars === this.longestOver.chars && call.completion < this.longestOver.completion)
+      ) {
         this.longestOver = call;
       }
     }

@@ -17,7 +17,20 @@ import { openSandbox } from '../runtime/sandbox.js';
  * --reward, --answer, --dataset and --completion-format, which the
  * environment itself supplies (its rewards, its rows, its scoring path).
  */
-export const AUDIT_SHARED = ['answerType', 'choices', 'format', 'policy', 'seed', 'strict', 'json', 'report', 'python', 'pythonpath', 'workers', 'sandbox'] as const;
+export const AUDIT_SHARED = [
+  'answerType',
+  'choices',
+  'format',
+  'policy',
+  'seed',
+  'strict',
+  'json',
+  'report',
+  'python',
+  'pythonpath',
+  'workers',
+  'sandbox',
+] as const;
 
 const auditOptionsSchema = () =>
   z.object({
@@ -40,72 +53,79 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
   const command = new Command('audit')
     .description('audit an existing environment (verifiers 0.4 Taskset or classic 0.3) before pushing or training')
     .requiredOption('--env <id-or-dir>', 'the environment: a package directory, an installed module name or a hub id owner/name@version')
-    .option('--rows <n>', 'dataset rows gated (default: the policy\'s budget.rows)')
+    .option('--rows <n>', "dataset rows gated (default: the policy's budget.rows)")
     .option('--against <file>', 'JSONL questions to check the prompts against for contamination (repeatable)', collect, [])
     .option('--results <file>', 'a vf-eval results JSONL (0.3 results.jsonl or 0.4 traces.jsonl) for the reward distribution')
-    .option('--env-args <json>', 'keyword arguments for the environment, as vf-eval takes them: load_environment(**args) (0.3) or the Taskset config\'s fields (0.4)')
-    .option('--local-dataset <name=file>', 'serve datasets.load_dataset(NAME) from a local JSONL, JSON, CSV or Parquet file, every split (repeatable)', collect, [])
+    .option(
+      '--env-args <json>',
+      "keyword arguments for the environment, as vf-eval takes them: load_environment(**args) (0.3) or the Taskset config's fields (0.4)",
+    )
+    .option(
+      '--local-dataset <name=file>',
+      'serve datasets.load_dataset(NAME) from a local JSONL, JSON, CSV or Parquet file, every split (repeatable)',
+      collect,
+      [],
+    )
     .option('--hf-cache <dir>', 'Hugging Face cache to read datasets from, offline and read-only (default: yours, $HF_HOME or ~/.cache/huggingface)')
     .option('--no-hf-cache', 'read no Hugging Face cache');
   return addShared(command, AUDIT_SHARED, {
-    python: 'Python interpreter or virtualenv directory with the environment\'s library (default: $GATEKEPT_PYTHON or python3)',
-    pythonpath: 'extra directory on the environment\'s import path, e.g. a `pip install --target` directory (repeatable)',
+    python: "Python interpreter or virtualenv directory with the environment's library (default: $GATEKEPT_PYTHON or python3)",
+    pythonpath: "extra directory on the environment's import path, e.g. a `pip install --target` directory (repeatable)",
     json: 'print the environment audit record as JSON',
     strict: 'also reject the weighted reward when any false accept is found (overrides the policy)',
-    sandbox: 'isolation of the environment\'s code: auto (bubblewrap when available, else a warning), bwrap (required), none',
-  })
-    .action(async (raw: Record<string, unknown>) => {
-      const parsed = auditOptionsSchema().safeParse(raw);
-      if (!parsed.success) {
-        throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-          details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
-          suggestion: 'see `gatekept audit --help`',
-        });
+    sandbox: "isolation of the environment's code: auto (bubblewrap when available, else a warning), bwrap (required), none",
+  }).action(async (raw: Record<string, unknown>) => {
+    const parsed = auditOptionsSchema().safeParse(raw);
+    if (!parsed.success) {
+      throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
+        details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
+        suggestion: 'see `gatekept audit --help`',
+      });
+    }
+    const options = parsed.data;
+    // Checked before any Python runs: a mistake here costs nothing to fix.
+    const envArgs = options.envArgs === undefined ? undefined : parseEnvArgs(options.envArgs);
+    const datasets = parseDatasetFiles(options.localDataset, process.cwd());
+    // A report name with no known format fails now, not after the audit.
+    if (options.report !== undefined) reportFormatFor(options.report);
+    const policy = options.policy ? await loadPolicy(options.policy) : DEFAULT_POLICY;
+    const sandbox = await openSandbox(options.sandbox);
+    if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
+    const progress = options.json ? undefined : createProgress(io, 'loading the environment');
+    try {
+      // Loaded on demand, like pack and smoke.
+      const { auditEnv } = await import('../env-audit/env-audit.js');
+      const { formatEnvScorecard } = await import('../env-audit/scorecard.js');
+      const result = await auditEnv({
+        env: options.env,
+        python: resolvePython(options.python),
+        sandbox: options.sandbox,
+        pythonpath: options.pythonpath,
+        ...(options.rows !== undefined ? { rows: options.rows } : {}),
+        against: options.against,
+        ...(options.results !== undefined ? { results: options.results } : {}),
+        answerType: options.answerType,
+        ...(options.choices ? { choices: options.choices } : {}),
+        format: options.format.length > 0 ? options.format : 'auto',
+        policy,
+        ...(options.seed !== undefined ? { seed: options.seed } : {}),
+        ...(options.strict ? { strict: true } : {}),
+        ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...(envArgs ? { envArgs } : {}),
+        datasets,
+        ...(options.hfCache === false ? { hfCache: null } : options.hfCache !== undefined ? { hfCache: options.hfCache } : {}),
+        ...(progress ? { onProgress: progress.update, onPhase: progress.phase } : {}),
+      });
+      progress?.done();
+      io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatEnvScorecard(result.record)}\n`);
+      if (options.report !== undefined) {
+        // The report names an environment of unknown kind (one that did not load) as such.
+        const reportRecord = { ...result.record, env: { ...result.record.env, kind: result.record.env.kind ?? 'unknown' } };
+        io.stderr(`report written to ${await writeReport(reportRecord, options.report)}\n`);
       }
-      const options = parsed.data;
-      // Checked before any Python runs: a mistake here costs nothing to fix.
-      const envArgs = options.envArgs === undefined ? undefined : parseEnvArgs(options.envArgs);
-      const datasets = parseDatasetFiles(options.localDataset, process.cwd());
-      // A report name with no known format fails now, not after the audit.
-      if (options.report !== undefined) reportFormatFor(options.report);
-      const policy = options.policy ? await loadPolicy(options.policy) : DEFAULT_POLICY;
-      const sandbox = await openSandbox(options.sandbox);
-      if (sandbox.warning) io.stderr(`warning: ${sandbox.warning}\n`);
-      const progress = options.json ? undefined : createProgress(io, 'loading the environment');
-      try {
-        // Loaded on demand, like pack and smoke.
-        const { auditEnv } = await import('../env-audit/env-audit.js');
-        const { formatEnvScorecard } = await import('../env-audit/scorecard.js');
-        const result = await auditEnv({
-          env: options.env,
-          python: resolvePython(options.python),
-          sandbox: options.sandbox,
-          pythonpath: options.pythonpath,
-          ...(options.rows !== undefined ? { rows: options.rows } : {}),
-          against: options.against,
-          ...(options.results !== undefined ? { results: options.results } : {}),
-          answerType: options.answerType,
-          ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format.length > 0 ? options.format : 'auto',
-          policy,
-          ...(options.seed !== undefined ? { seed: options.seed } : {}),
-          ...(options.strict ? { strict: true } : {}),
-          ...(options.workers !== undefined ? { workers: options.workers } : {}),
-          ...(envArgs ? { envArgs } : {}),
-          datasets,
-          ...(options.hfCache === false ? { hfCache: null } : options.hfCache !== undefined ? { hfCache: options.hfCache } : {}),
-          ...(progress ? { onProgress: progress.update, onPhase: progress.phase } : {}),
-        });
-        progress?.done();
-        io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatEnvScorecard(result.record)}\n`);
-        if (options.report !== undefined) {
-          // The report names an environment of unknown kind (one that did not load) as such.
-          const reportRecord = { ...result.record, env: { ...result.record.env, kind: result.record.env.kind ?? 'unknown' } };
-          io.stderr(`report written to ${await writeReport(reportRecord, options.report)}\n`);
-        }
-        setExit(result.exitCode);
-      } finally {
-        progress?.done();
-      }
-    });
+      setExit(result.exitCode);
+    } finally {
+      progress?.done();
+    }
+  });
 }

@@ -14,7 +14,20 @@ import { isFormat, sharedSchema } from './options.js';
 export { choiceLabels, integer } from './options.js';
 
 /** What `gate` takes from the shared option table (see options.ts), in its help's order. */
-export const GATE_SHARED = ['answerType', 'choices', 'format', 'policy', 'seed', 'json', 'strict', 'report', 'python', 'pythonpath', 'workers', 'sandbox'] as const;
+export const GATE_SHARED = [
+  'answerType',
+  'choices',
+  'format',
+  'policy',
+  'seed',
+  'json',
+  'strict',
+  'report',
+  'python',
+  'pythonpath',
+  'workers',
+  'sandbox',
+] as const;
 
 /*
  * The option schemas are built by the command that runs, when it runs:

@@ -13,11 +13,7 @@ import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
 
 export const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
-export const integer = (name: string) =>
-  z
-    .string()
-    .regex(/^\d+$/, `${name} must be a whole number`)
-    .transform(Number);
+export const integer = (name: string) => z.string().regex(/^\d+$/, `${name} must be a whole number`).transform(Number);
 
 /** `--choices A,B,C,D`: the labels, at least two, distinct. */
 export const choiceLabels = () =>
@@ -54,7 +50,13 @@ interface SharedOption<S extends z.ZodType = z.ZodType> {
   schema: () => S;
 }
 
-function option<S extends z.ZodType>(key: string, flags: string, help: string, schema: () => S, configure: (built: Option) => Option = (built) => built): SharedOption<S> {
+function option<S extends z.ZodType>(
+  key: string,
+  flags: string,
+  help: string,
+  schema: () => S,
+  configure: (built: Option) => Option = (built) => built,
+): SharedOption<S> {
   return { key, flags, help, build: (text) => configure(new Option(flags, text)), schema };
 }
 

@@ -19,7 +19,6 @@ import { addShared, collect, flagFor, sharedSchema } from './options.js';
  * return an exit code. Nothing here exits the process; bin/ does that.
  */
 
-
 /**
  * Resolve the sandbox before the run, so that a run without isolation says
  * so every time, and a required one that is missing fails before any work.
@@ -73,7 +72,6 @@ export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.ou
   return parsed.data;
 }
 
-
 export async function resolvePolicy(file: string | undefined): Promise<GatePolicy> {
   return file ? loadPolicy(file) : DEFAULT_POLICY;
 }
@@ -88,46 +86,51 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     .option('--answer <gold>', 'the ground truth to audit against')
     .option('--dataset <file>', 'JSONL rows with an "answer" field; rows are sampled deterministically')
     .option('--attacks <file>', 'add an attack file in the corpus format to the built-in corpus, e.g. one scan --emit-attacks wrote (repeatable)', collect, [])
-    .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'));
-  return addShared(command, GATE_SHARED, { sandbox: SANDBOX_HELP, pythonpath: 'extra directory on the verifier import path (repeatable)', report: 'also write a report: .html (self-contained page) or .md (Markdown)' })
-    .action(async (raw: Record<string, unknown>) => {
-      const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw);
-      // A report name with no known format fails now, not after the audit.
-      if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
-      const policy = await resolvePolicy(options.policy);
-      // Asked in the same turn as the gate below starts its first worker, so
-      // that worker's start can answer the probe (see hopedLaunch).
-      const sandbox = probeSandbox(options.sandbox);
-      probePythonEarly(options.python);
-      announceSandbox(io, sandbox);
-      const progress = options.json ? undefined : createProgress(io, 'auditing');
-      try {
-        const result = await gate({
-          reward: options.reward,
-          ...(options.answer !== undefined ? { answer: options.answer } : {}),
-          ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
-          answerType: options.answerType,
-          ...(options.choices ? { choices: options.choices } : {}),
-          format: options.format.length > 0 ? options.format : 'auto',
-          policy,
-          ...(options.seed !== undefined ? { seed: options.seed } : {}),
-          ...(options.strict ? { strict: true } : {}),
-          python: resolvePython(options.python),
-          sandbox: options.sandbox,
-          pythonpath: options.pythonpath,
-          ...(options.attacks.length > 0 ? { attacks: options.attacks } : {}),
-          completionFormat: options.completionFormat,
-          ...(options.workers !== undefined ? { workers: options.workers } : {}),
-          ...(progress ? { onProgress: progress.update } : {}),
-        });
-        progress?.done();
-        io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatScorecard(result.record)}\n`);
-        if (options.report !== undefined) io.stderr(`report written to ${await (await reports()).writeReport(result.record, options.report)}\n`);
-        setExit(result.exitCode);
-      } finally {
-        progress?.done();
-      }
-    });
+    .addOption(
+      new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'),
+    );
+  return addShared(command, GATE_SHARED, {
+    sandbox: SANDBOX_HELP,
+    pythonpath: 'extra directory on the verifier import path (repeatable)',
+    report: 'also write a report: .html (self-contained page) or .md (Markdown)',
+  }).action(async (raw: Record<string, unknown>) => {
+    const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw);
+    // A report name with no known format fails now, not after the audit.
+    if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
+    const policy = await resolvePolicy(options.policy);
+    // Asked in the same turn as the gate below starts its first worker, so
+    // that worker's start can answer the probe (see hopedLaunch).
+    const sandbox = probeSandbox(options.sandbox);
+    probePythonEarly(options.python);
+    announceSandbox(io, sandbox);
+    const progress = options.json ? undefined : createProgress(io, 'auditing');
+    try {
+      const result = await gate({
+        reward: options.reward,
+        ...(options.answer !== undefined ? { answer: options.answer } : {}),
+        ...(options.dataset !== undefined ? { dataset: options.dataset } : {}),
+        answerType: options.answerType,
+        ...(options.choices ? { choices: options.choices } : {}),
+        format: options.format.length > 0 ? options.format : 'auto',
+        policy,
+        ...(options.seed !== undefined ? { seed: options.seed } : {}),
+        ...(options.strict ? { strict: true } : {}),
+        python: resolvePython(options.python),
+        sandbox: options.sandbox,
+        pythonpath: options.pythonpath,
+        ...(options.attacks.length > 0 ? { attacks: options.attacks } : {}),
+        completionFormat: options.completionFormat,
+        ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...(progress ? { onProgress: progress.update } : {}),
+      });
+      progress?.done();
+      io.stdout(options.json ? `${JSON.stringify(result.record, null, 2)}\n` : `${formatScorecard(result.record)}\n`);
+      if (options.report !== undefined) io.stderr(`report written to ${await (await reports()).writeReport(result.record, options.report)}\n`);
+      setExit(result.exitCode);
+    } finally {
+      progress?.done();
+    }
+  });
 }
 
 /** What `pack` takes from the shared option table; its --seed is the seed file, not a number. */
@@ -174,51 +177,52 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     report: 'also write a report, on PASS and on REJECT: .html or .md, outside --out',
     python: 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)',
     sandbox: SANDBOX_HELP,
-  })
-    .action(async (raw: Record<string, unknown>) => {
-      const options = parseOptions(packOptionsSchema(), raw);
-      if (options.report !== undefined) await checkPackReport(options.report, options.out);
-      const sandbox = probeSandbox(options.sandbox);
-      probePythonEarly(options.python);
-      const policy = await resolvePolicy(options.policy);
-      announceSandbox(io, sandbox);
-      const progress = options.json ? undefined : createProgress(io, 'gating');
-      try {
-        // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
-        const { gatekeep } = await import('../pack/pack.js');
-        const { parseTargets } = await import('../pack/emit/targets.js');
-        const result = await gatekeep({
-          seed: options.seed,
-          outDir: options.out,
-          policy,
-          force: options.force,
-          archive: options.archive,
-          targets: parseTargets(options.target),
-          python: resolvePython(options.python),
-          sandbox: options.sandbox,
-          ...(options.workers !== undefined ? { workers: options.workers } : {}),
-          ...(progress ? { onProgress: progress.update } : {}),
-        });
-        progress?.done();
-        const record = { ...result.gate.record, timing: result.timing };
-        if (options.json) io.stdout(`${JSON.stringify(record, null, 2)}\n`);
-        else {
-          io.stdout(`${formatScorecard(record)}\n`);
-          for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
-        }
-        const { REPORT_FILE_NAME, writeReport } = await reports();
-        if (options.report !== undefined) io.stderr(`report written to ${await writeReport(record, options.report)}\n`);
-        if (result.emitted && result.packaged) {
-          const packages = Object.values(result.packaged.targets).map((dir) => path.relative(result.packaged!.root, dir));
-          io.stderr(`emitted ${result.packaged.root}: ${[...packages, 'gatekept_audit.json', REPORT_FILE_NAME].join(', ')}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`);
-        } else {
-          io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
-        }
-        setExit(result.exitCode);
-      } finally {
-        progress?.done();
+  }).action(async (raw: Record<string, unknown>) => {
+    const options = parseOptions(packOptionsSchema(), raw);
+    if (options.report !== undefined) await checkPackReport(options.report, options.out);
+    const sandbox = probeSandbox(options.sandbox);
+    probePythonEarly(options.python);
+    const policy = await resolvePolicy(options.policy);
+    announceSandbox(io, sandbox);
+    const progress = options.json ? undefined : createProgress(io, 'gating');
+    try {
+      // Loaded on demand: packing pulls in the emitters and the zip writer, which `gate` never needs.
+      const { gatekeep } = await import('../pack/pack.js');
+      const { parseTargets } = await import('../pack/emit/targets.js');
+      const result = await gatekeep({
+        seed: options.seed,
+        outDir: options.out,
+        policy,
+        force: options.force,
+        archive: options.archive,
+        targets: parseTargets(options.target),
+        python: resolvePython(options.python),
+        sandbox: options.sandbox,
+        ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...(progress ? { onProgress: progress.update } : {}),
+      });
+      progress?.done();
+      const record = { ...result.gate.record, timing: result.timing };
+      if (options.json) io.stdout(`${JSON.stringify(record, null, 2)}\n`);
+      else {
+        io.stdout(`${formatScorecard(record)}\n`);
+        for (const warning of result.gate.record.dataset_health.warnings) io.stdout(`dataset warning: ${warning}\n`);
       }
-    });
+      const { REPORT_FILE_NAME, writeReport } = await reports();
+      if (options.report !== undefined) io.stderr(`report written to ${await writeReport(record, options.report)}\n`);
+      if (result.emitted && result.packaged) {
+        const packages = Object.values(result.packaged.targets).map((dir) => path.relative(result.packaged!.root, dir));
+        io.stderr(
+          `emitted ${result.packaged.root}: ${[...packages, 'gatekept_audit.json', REPORT_FILE_NAME].join(', ')}${result.packaged.archive ? `, ${path.basename(result.packaged.archive)}` : ''}\n`,
+        );
+      } else {
+        io.stderr(`nothing written to ${options.out}: the verifier was rejected\n`);
+      }
+      setExit(result.exitCode);
+    } finally {
+      progress?.done();
+    }
+  });
 }
 
 /**
@@ -277,7 +281,9 @@ export async function run(argv: readonly string[], io: Io = defaultIo): Promise<
     const exitCode = exitCodeFor(error);
     if (wantsJson(argv)) {
       const known = error instanceof GatekeptError ? error : null;
-      io.stdout(errorJson(known?.code ?? 'INTERNAL', error instanceof Error ? error.message : String(error), known?.details ?? [], known?.suggestion, exitCode));
+      io.stdout(
+        errorJson(known?.code ?? 'INTERNAL', error instanceof Error ? error.message : String(error), known?.details ?? [], known?.suggestion, exitCode),
+      );
     }
     return exitCode;
   }

@@ -56,20 +56,31 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
     .description('find reward hacking in real rollouts: re-score each rewarded completion under other golds, as the gate does')
     .requiredOption('--results <file>', 'the rollouts: vf-eval traces.jsonl (0.4), results.jsonl (0.3), or a JSONL with completion and answer fields')
     .option('--reward <spec>', 'the verifier: pkg.module:fn or path/to/file.py:fn')
-    .option('--env <id-or-dir>', 'score through an environment\'s own path instead of --reward: a package directory, module name or hub id (its weighted total)')
-    .option('--field <name=key>', 'where a plain JSONL keeps a field: completion, answer, prompt, reward, step, id, info (repeatable or comma-separated)', collect, [])
+    .option('--env <id-or-dir>', "score through an environment's own path instead of --reward: a package directory, module name or hub id (its weighted total)")
+    .option(
+      '--field <name=key>',
+      'where a plain JSONL keeps a field: completion, answer, prompt, reward, step, id, info (repeatable or comma-separated)',
+      collect,
+      [],
+    )
     .addOption(new Option('--answer-type <type>', 'answer type (default: inferred from each gold)').choices([...ANSWER_TYPES, 'auto']).default('auto'))
     .option('--choices <labels>', 'comma-separated labels for multiple choice (default A,B,C,D)')
     .option('--policy <file>', 'policy TOML (default: the shipped policy.toml); [scan] max_exploit_rate_ci_hi decides')
     .option('--seed <n>', 'seed (overrides the policy)')
     .option('--json', 'print the scan record as JSON')
     .option('--report <file>', 'also write a report: .html (with the rate over steps) or .md (repeatable)', collect, [])
-    .option('--emit-attacks <file>', 'write the exploits\' shapes as an attack file in the corpus format (for gate --attacks)')
+    .option('--emit-attacks <file>', "write the exploits' shapes as an attack file in the corpus format (for gate --attacks)")
     .option('--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)')
     .option('--pythonpath <dir>', 'extra directory on the verifier import path (repeatable)', collect, [])
-    .addOption(new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'))
+    .addOption(
+      new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'),
+    )
     .option('--workers <n>', 'Python worker processes (default: number of cores)')
-    .addOption(new Option('--sandbox <mode>', 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none').choices([...SANDBOX_MODES]).default('auto'))
+    .addOption(
+      new Option('--sandbox <mode>', 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none')
+        .choices([...SANDBOX_MODES])
+        .default('auto'),
+    )
     .action(async (raw: Record<string, unknown>) => {
       const parsed = scanOptionsSchema.safeParse(raw);
       if (!parsed.success) {

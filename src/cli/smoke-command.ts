@@ -40,12 +40,19 @@ export function smokeCommand(io: Io, setExit: (code: ExitCode) => void): Command
   return new Command('smoke')
     .description('run an emitted package for real and check it scores the audited completions as the gate did')
     .option('--openenv <dir>', 'an emitted OpenEnv package: serve it on loopback and play episodes over /ws')
-    .option('--verifiers <dir>', 'an emitted verifiers package: load its Taskset and score through Task.score (a classic package: load_environment() and its rubric)')
+    .option(
+      '--verifiers <dir>',
+      'an emitted verifiers package: load its Taskset and score through Task.score (a classic package: load_environment() and its rubric)',
+    )
     .option('--audit <file>', 'the audit to replay (default: gatekept_audit.json two levels above the package)')
     .option('--python <path>', 'Python interpreter or virtualenv directory with openenv or verifiers (default: $GATEKEPT_PYTHON or python3)')
     .option('--timeout-s <n>', 'wall-clock limit for the whole run, start-up included', '120')
     .option('--json', 'print the report as JSON')
-    .addOption(new Option('--sandbox <mode>', 'isolation of the package: auto (bubblewrap when available, else a warning), bwrap (required), none').choices([...SANDBOX_MODES]).default('auto'))
+    .addOption(
+      new Option('--sandbox <mode>', 'isolation of the package: auto (bubblewrap when available, else a warning), bwrap (required), none')
+        .choices([...SANDBOX_MODES])
+        .default('auto'),
+    )
     .action(async (raw: Record<string, unknown>) => {
       const parsed = smokeOptionsSchema.safeParse(raw);
       if (!parsed.success) {

@@ -198,7 +198,10 @@ async function auditRewards(
     return { total: null, rewards: entries, notGated: { reason: 'no row has an answer to gate against', refusedOption: false } };
   }
   if (scorable.length === 0) {
-    const reason = entries.length === 0 ? 'the environment declares no reward' : 'no reward can be scored offline (each needs a runtime or a judge, or is group-level or a metric)';
+    const reason =
+      entries.length === 0
+        ? 'the environment declares no reward'
+        : 'no reward can be scored offline (each needs a runtime or a judge, or is group-level or a metric)';
     return { total: null, rewards: entries, notGated: { reason, refusedOption: false } };
   }
   const common = {
@@ -256,7 +259,14 @@ async function auditRewards(
  * distribution. A file the scan cannot use is named, not fatal: the
  * distribution check has read it already.
  */
-async function scanResults(file: string, options: EnvAuditOptions, loaded: LoadedEnv, spec: string, policy: GatePolicy, pythonpath: readonly string[]): Promise<ExploitScan | string> {
+async function scanResults(
+  file: string,
+  options: EnvAuditOptions,
+  loaded: LoadedEnv,
+  spec: string,
+  policy: GatePolicy,
+  pythonpath: readonly string[],
+): Promise<ExploitScan | string> {
   const { scan } = await import('../scan/scan.js');
   try {
     const { record } = await scan({
@@ -267,7 +277,15 @@ async function scanResults(file: string, options: EnvAuditOptions, loaded: Loade
       ...scoringOptions(options, policy, pythonpath),
     });
     const rate = record.exploit_rate;
-    return { judged: rate.n, exploits: rate.hacks, point: rate.point, hi: rate.hi, bound: rate.bound, rejected: rate.hi >= rate.bound, lines: record.top.exploit.map((example) => example.line) };
+    return {
+      judged: rate.n,
+      exploits: rate.hacks,
+      point: rate.point,
+      hi: rate.hi,
+      bound: rate.bound,
+      rejected: rate.hi >= rate.bound,
+      lines: record.top.exploit.map((example) => example.line),
+    };
   } catch (error) {
     if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${error.message}`;
     throw error;
@@ -279,7 +297,8 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   const basePolicy = options.policy ?? DEFAULT_POLICY;
   let policy: GatePolicy = options.seed === undefined ? basePolicy : { ...basePolicy, seed: options.seed };
   if (options.rows !== undefined) {
-    if (!Number.isInteger(options.rows) || options.rows < 1) throw new GatekeptError('BAD_ARGUMENT', `rows must be a whole number of at least 1, not ${options.rows}`);
+    if (!Number.isInteger(options.rows) || options.rows < 1)
+      throw new GatekeptError('BAD_ARGUMENT', `rows must be a whole number of at least 1, not ${options.rows}`);
     policy = { ...policy, budget: { ...policy.budget, rows: options.rows } };
   }
   const { spec, dir } = resolveSpec(options.env, cwd);
@@ -295,7 +314,8 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   const load: EnvLoad = {
     envArgs: { ...(options.envArgs ?? {}) },
     datasets: { ...(options.datasets ?? {}) },
-    hf: options.hfCache === null ? { datasets: null, hub: null } : options.hfCache === undefined ? userHfCache() : hfCacheAt(path.resolve(cwd, options.hfCache)),
+    hf:
+      options.hfCache === null ? { datasets: null, hub: null } : options.hfCache === undefined ? userHfCache() : hfCacheAt(path.resolve(cwd, options.hfCache)),
   };
   for (const [name, file] of Object.entries(load.datasets)) load.datasets[name] = path.resolve(cwd, file);
 
@@ -328,7 +348,11 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   } else {
     // 3. The rows, offline.
     const datasetHealth = checkDatasetHealth(inspected.rows, options.answerType ?? 'auto');
-    const contamination = checkContamination(inspected.rows.map((row) => row.prompt), against, againstFiles);
+    const contamination = checkContamination(
+      inspected.rows.map((row) => row.prompt),
+      against,
+      againstFiles,
+    );
     // 4. The gate, through the environment's own scoring path.
     const gated = await auditRewards(options, inspected, spec, policy, pythonpath, load);
     total = gated.total;
@@ -362,5 +386,10 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
     tool: { name: TOOL.name, version: TOOL.version },
     statement: statementFor(decision),
   };
-  return { decision, passed: decision === 'PASS', exitCode: exitCodeFor(decision, !inspected.ok && inspected.stage !== LOAD_TIMEOUT_STAGE, refusedOption), record };
+  return {
+    decision,
+    passed: decision === 'PASS',
+    exitCode: exitCodeFor(decision, !inspected.ok && inspected.stage !== LOAD_TIMEOUT_STAGE, refusedOption),
+    record,
+  };
 }

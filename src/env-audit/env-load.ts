@@ -104,7 +104,9 @@ export function parseDatasetFiles(entries: readonly string[], cwd: string): Reco
     }
     const absolute = path.resolve(cwd, file);
     if (!existsSync(absolute) || !statSync(absolute).isFile()) {
-      throw new GatekeptError('FILE_NOT_FOUND', `--local-dataset ${name}: no file at ${absolute}`, { suggestion: 'give an existing JSONL, JSON, CSV or Parquet file' });
+      throw new GatekeptError('FILE_NOT_FOUND', `--local-dataset ${name}: no file at ${absolute}`, {
+        suggestion: 'give an existing JSONL, JSON, CSV or Parquet file',
+      });
     }
     if (!DATASET_FILE_SUFFIXES.some((suffix) => absolute.toLowerCase().endsWith(suffix))) {
       throw new GatekeptError('BAD_ARGUMENT', `--local-dataset ${name}: cannot tell the format of ${path.basename(absolute)}`, {

@@ -137,7 +137,13 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     const { code } = await child.exited;
     clearTimeout(timer);
     if (timedOut) {
-      return { ok: false, stage: LOAD_TIMEOUT_STAGE, error: `loading the environment did not finish within ${options.timeoutMs} ms`, missing_module: null, kind: null };
+      return {
+        ok: false,
+        stage: LOAD_TIMEOUT_STAGE,
+        error: `loading the environment did not finish within ${options.timeoutMs} ms`,
+        missing_module: null,
+        kind: null,
+      };
     }
     // A process the environment left holding the pipe must not keep us
     // waiting: what the loader wrote before it exited is in the pipe already.

@@ -81,10 +81,9 @@ export interface EnvAuditRecord {
 }
 
 export const ENV_PASS_STATEMENT =
-  'PASS means every check that ran passed or only warned, and the weighted reward survived the attack corpus at this budget and seed through the environment\'s own scoring path. It is evidence, not a proof.';
+  "PASS means every check that ran passed or only warned, and the weighted reward survived the attack corpus at this budget and seed through the environment's own scoring path. It is evidence, not a proof.";
 
-export const ENV_REJECT_STATEMENT =
-  'REJECT means at least one check failed; fix what the failing checks name and audit again before pushing or training.';
+export const ENV_REJECT_STATEMENT = 'REJECT means at least one check failed; fix what the failing checks name and audit again before pushing or training.';
 
 export const ENV_INCOMPLETE_STATEMENT =
   'INCOMPLETE means no check failed but at least one could not run: this is not a verdict on the environment. Fix what the NOT_RUN checks name (or audit where they can run) before relying on the audit.';

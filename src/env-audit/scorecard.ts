@@ -54,7 +54,11 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
     if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} ${gateSummary(record.total)}`);
   }
   lines.push('');
-  const named = (status: string) => record.checks.filter((check) => check.status === status).map((check) => LABELS[check.name]).join(', ');
+  const named = (status: string) =>
+    record.checks
+      .filter((check) => check.status === status)
+      .map((check) => LABELS[check.name])
+      .join(', ');
   const tail = record.decision === 'REJECT' ? `; failed: ${named('FAIL')}` : record.decision === 'INCOMPLETE' ? `; could not run: ${named('NOT_RUN')}` : '';
   lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${tail}`);
   lines.push(record.statement);

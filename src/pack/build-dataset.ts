@@ -65,8 +65,7 @@ function readRowsFile(file: string, relative: string): Promise<JsonlLine<unknown
 
 /** `label` says where the row is: "row 3" for inline rows, "line 7" for a file. */
 function validateRow(value: unknown, label: string, where: string): TaskRow {
-  const bad = (problem: string): GatekeptError =>
-    new GatekeptError('BAD_DATASET', `${where}: ${label}${problem}`, { suggestion: ROW_SHAPE });
+  const bad = (problem: string): GatekeptError => new GatekeptError('BAD_DATASET', `${where}: ${label}${problem}`, { suggestion: ROW_SHAPE });
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad(' is not an object');
   const row = value as Record<string, unknown>;
   if (typeof row.question !== 'string' || row.question.trim() === '') throw bad(': "question" must be a non-empty string');
@@ -93,7 +92,10 @@ function checkAnswers(rows: readonly TaskRow[], seed: Seed, where: string, label
             : undefined;
     if (problem) {
       throw new GatekeptError('BAD_DATASET', `${where}: ${labels[index]}: answer ${JSON.stringify(row.answer)} ${problem}`, {
-        suggestion: seed.task === 'choice' ? 'fix the answer, or list every label in "choices"' : `fix the answer, or choose the task kind that fits the data (not "${seed.task}")`,
+        suggestion:
+          seed.task === 'choice'
+            ? 'fix the answer, or list every label in "choices"'
+            : `fix the answer, or choose the task kind that fits the data (not "${seed.task}")`,
       });
     }
   });

@@ -31,7 +31,9 @@ export function checkDatasetHealth(rows: readonly TaskRow[], isChoice: boolean, 
     for (const row of rows) labelCounts[row.answer.trim()] = (labelCounts[row.answer.trim()] ?? 0) + 1;
     for (const [label, count] of Object.entries(labelCounts)) {
       if (count / rows.length > 0.5) {
-        warnings.push(`label skew: ${label} is the answer in ${count} of ${rows.length} rows; always answering ${label} would score ${(100 * count / rows.length).toFixed(0)}%`);
+        warnings.push(
+          `label skew: ${label} is the answer in ${count} of ${rows.length} rows; always answering ${label} would score ${((100 * count) / rows.length).toFixed(0)}%`,
+        );
       }
     }
   }

@@ -70,17 +70,56 @@ const ENV_ID_PATTERN = /^[a-z][a-z0-9-]*$/;
 const PY_IDENTIFIER_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const PYTHON_KEYWORDS: ReadonlySet<string> = new Set([
-  'False', 'None', 'True', 'and', 'as', 'assert', 'async', 'await', 'break',
-  'class', 'continue', 'def', 'del', 'elif', 'else', 'except', 'finally', 'for',
-  'from', 'global', 'if', 'import', 'in', 'is', 'lambda', 'nonlocal', 'not', 'or',
-  'pass', 'raise', 'return', 'try', 'while', 'with', 'yield',
+  'False',
+  'None',
+  'True',
+  'and',
+  'as',
+  'assert',
+  'async',
+  'await',
+  'break',
+  'class',
+  'continue',
+  'def',
+  'del',
+  'elif',
+  'else',
+  'except',
+  'finally',
+  'for',
+  'from',
+  'global',
+  'if',
+  'import',
+  'in',
+  'is',
+  'lambda',
+  'nonlocal',
+  'not',
+  'or',
+  'pass',
+  'raise',
+  'return',
+  'try',
+  'while',
+  'with',
+  'yield',
 ]);
 
 // Installed as top-level modules, these ids would shadow (or be shadowed by)
 // the libraries the packages import.
 const RESERVED_MODULES: ReadonlySet<string> = new Set([
-  'verifiers', 'openenv', 'server', 'models', 'client', 'pydantic', 'fastapi', 'uvicorn',
-  'gatekept_verifier', 'gatekept_reward',
+  'verifiers',
+  'openenv',
+  'server',
+  'models',
+  'client',
+  'pydantic',
+  'fastapi',
+  'uvicorn',
+  'gatekept_verifier',
+  'gatekept_reward',
 ]);
 
 export function moduleName(envId: string): string {
@@ -212,8 +251,7 @@ export const ANSWER_FORMAT_EXAMPLES: Readonly<Record<AnswerFormat, string>> = {
 
 /** How the verifier receives the reply and the question, per completion format (README prose). */
 export const COMPLETION_ARGUMENT: Readonly<Record<CompletionFormat, string>> = {
-  messages:
-    '`completion` is `[{"role": "assistant", "content": <reply>}]` and `prompt` is `[{"role": "user", "content": <question>}]`, plain dicts',
+  messages: '`completion` is `[{"role": "assistant", "content": <reply>}]` and `prompt` is `[{"role": "user", "content": <question>}]`, plain dicts',
   string: '`completion` is the reply text and `prompt` the question text',
 };
 
@@ -247,7 +285,6 @@ export function renderAuditSection(spec: EnvironmentSpec, verifierPath: string):
     verifier_sha256: audit.verifierSha256,
   });
 }
-
 
 /**
  * The calling convention of the gate: the module the harness itself imports,

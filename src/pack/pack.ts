@@ -116,9 +116,7 @@ async function gateNamingSeed<T>(seed: LoadedSeed['seed'], run: () => Promise<T>
   } catch (error) {
     if (!isGatekeptError(error) || !error.code.startsWith('VERIFIER_')) throw error;
     const where =
-      seed.verifier === 'builtin'
-        ? `the built-in ${seed.task} verifier`
-        : `verifier.file ${seed.verifier.file} (verifier.function ${seed.verifier.function})`;
+      seed.verifier === 'builtin' ? `the built-in ${seed.task} verifier` : `verifier.file ${seed.verifier.file} (verifier.function ${seed.verifier.function})`;
     const message = error.message.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME);
     throw new GatekeptError(error.code, `${where}: ${message}`, {
       details: error.details.map((line) => line.replace(GATE_DIR_PATH, VERIFIER_FILE_NAME)),

@@ -55,10 +55,7 @@ export function renderTemplate(relativePath: string, values: Readonly<Record<str
   const unused = Object.keys(values).filter((name) => !used.has(name));
   if (missing.size > 0 || unused.length > 0) {
     throw new GatekeptError('INTERNAL', `template ${relativePath} does not match its values`, {
-      details: [
-        ...[...missing].map((name) => `no value for {{${name}}}`),
-        ...unused.map((name) => `value ${name} is not used`),
-      ],
+      details: [...[...missing].map((name) => `no value for {{${name}}}`), ...unused.map((name) => `value ${name} is not used`)],
     });
   }
   return text;

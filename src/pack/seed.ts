@@ -20,9 +20,7 @@ export type TaskKind = (typeof TASK_KINDS)[number];
 const rowSchema = z
   .object({
     question: z.string().min(1, 'a row needs a non-empty question'),
-    answer: z
-      .union([z.string().min(1), z.number(), z.boolean()], { error: 'must be a non-empty string, a number or true/false' })
-      .transform(String),
+    answer: z.union([z.string().min(1), z.number(), z.boolean()], { error: 'must be a non-empty string, a number or true/false' }).transform(String),
     info: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
@@ -71,9 +69,7 @@ function missingChoice(options: readonly string[]) {
 
 export const seedSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter (it becomes the environment id)'),
+    name: z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter (it becomes the environment id)'),
     description: z.string().min(1),
     task: z.enum(TASK_KINDS, { error: missingChoice(TASK_KINDS) }),
     dataset: datasetSchema,
@@ -105,7 +101,11 @@ export const seedSchema = z
       context.addIssue({ code: 'custom', path: ['dataset', 'generator'], message: `a generator is only available for task "arith", not "${seed.task}"` });
     }
     if (seed.answer_type !== undefined && seed.task !== 'qa') {
-      context.addIssue({ code: 'custom', path: ['answer_type'], message: `answer_type only applies to task "qa"; "${seed.task}" answers are ${seed.task === 'arith' ? 'numeric' : seed.task}` });
+      context.addIssue({
+        code: 'custom',
+        path: ['answer_type'],
+        message: `answer_type only applies to task "qa"; "${seed.task}" answers are ${seed.task === 'arith' ? 'numeric' : seed.task}`,
+      });
     }
     if (seed.choices && seed.task !== 'choice') {
       context.addIssue({ code: 'custom', path: ['choices'], message: 'choices only apply to task "choice"' });

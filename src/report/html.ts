@@ -50,7 +50,9 @@ function esc(text: string): string {
 const COMPLETION_CHARS = 1500;
 
 function piecesHtml(pieces: readonly TextPiece[]): string {
-  return pieces.map((piece) => (piece.escaped ? `<span class="esc" title="invisible or control character">${esc(piece.text)}</span>` : esc(piece.text))).join('');
+  return pieces
+    .map((piece) => (piece.escaped ? `<span class="esc" title="invisible or control character">${esc(piece.text)}</span>` : esc(piece.text)))
+    .join('');
 }
 
 /**
@@ -110,12 +112,11 @@ function scaleHtml(options: {
     `<line x1="${x(point)}" x2="${x(point)}" y1="5" y2="29" stroke="${colour}" stroke-width="4" vector-effect="non-scaling-stroke"/>`,
   ];
   if (bound !== null) {
-    shapes.push(`<line x1="${x(bound)}" x2="${x(bound)}" y1="0" y2="34" stroke="var(--bound)" stroke-width="2" stroke-dasharray="4 3" vector-effect="non-scaling-stroke"/>`);
+    shapes.push(
+      `<line x1="${x(bound)}" x2="${x(bound)}" y1="0" y2="34" stroke="var(--bound)" stroke-width="2" stroke-dasharray="4 3" vector-effect="non-scaling-stroke"/>`,
+    );
   }
-  const ticks = [
-    `<span class="tick start" style="left:0%">0</span>`,
-    `<span class="tick end" style="left:100%">${fixed(max, digits === 1 ? 0 : 2)}</span>`,
-  ];
+  const ticks = [`<span class="tick start" style="left:0%">0</span>`, `<span class="tick end" style="left:100%">${fixed(max, digits === 1 ? 0 : 2)}</span>`];
   if (bound !== null) ticks.push(`<span class="tick bound" style="left:${x(bound)}%">${esc(options.boundLabel)}</span>`);
   return `<div class="scale"><div class="title">${options.title}</div><div class="plot"><svg viewBox="0 0 100 34" preserveAspectRatio="none" role="img" aria-label="${esc(stripTags(options.title))}">${shapes.join('')}</svg>${ticks.join('')}</div></div>`;
 }
@@ -172,7 +173,9 @@ function familyChartHtml(record: ReportAudit): string {
     const bar = [
       `<rect x="0" y="2" width="100" height="10" fill="var(--track)"/>`,
       exploit > 0 ? `<rect x="0" y="2" width="${fixed(Math.max(1, exploit), 2)}" height="10" fill="var(--exploit)"/>` : '',
-      falseAccept > 0 ? `<rect x="${fixed(exploit, 2)}" y="2" width="${fixed(Math.max(1, Math.min(100 - exploit, falseAccept)), 2)}" height="10" fill="var(--false-accept)"/>` : '',
+      falseAccept > 0
+        ? `<rect x="${fixed(exploit, 2)}" y="2" width="${fixed(Math.max(1, Math.min(100 - exploit, falseAccept)), 2)}" height="10" fill="var(--false-accept)"/>`
+        : '',
     ].join('');
     const quiet = row.exploits === 0 && row.falseAccepts === 0 ? ' class="quiet"' : '';
     return `<tr${quiet}><td class="family"><code>${esc(row.family)}</code><div class="small muted title-col">${esc(row.title)}</div></td><td class="num">${row.attempts}</td><td class="num">${row.exploits}</td>${falseAcceptsKnown ? `<td class="num">${row.falseAccepts}</td>` : ''}<td class="sev-col">${severityHtml(row.severity)}</td><td class="bar"><svg viewBox="0 0 100 14" preserveAspectRatio="none" role="img" aria-label="${row.exploits} exploits and ${row.falseAccepts} false accepts in ${row.attempts} attempts">${bar}</svg></td></tr>`;
@@ -210,10 +213,13 @@ function exploitsHtml(record: ReportAudit, h: number): string {
   const titles = new Map(record.families.map((family) => [family.family, family.title]));
   const head = `<section><h${h}>Exploits: ${record.findings_total}</h${h}>`;
   if (groups.length === 0) return `${head}\n<p>No attack was rewarded.</p></section>`;
-  const shown = record.findings.length < record.findings_total ? ` The record keeps the ${record.findings.length} most severe of ${record.findings_total}.` : '';
+  const shown =
+    record.findings.length < record.findings_total ? ` The record keeps the ${record.findings.length} most severe of ${record.findings_total}.` : '';
   const parts = [head, `<p class="small muted">The worst completions of each family, exactly as the verifier received them.${shown}</p>`];
   for (const group of groups) {
-    parts.push(`<h${h + 1}>${esc(titles.get(group.family) ?? group.family)} <span class="muted small">(${esc(group.family)}, ${plural(group.total, 'finding')} recorded)</span></h${h + 1}>`);
+    parts.push(
+      `<h${h + 1}>${esc(titles.get(group.family) ?? group.family)} <span class="muted small">(${esc(group.family)}, ${plural(group.total, 'finding')} recorded)</span></h${h + 1}>`,
+    );
     for (const finding of group.findings) parts.push(findingHtml(finding, 'exploit'));
   }
   parts.push('</section>');
@@ -230,7 +236,10 @@ function falseAcceptsHtml(record: ReportAudit, h: number): string {
   if (falseAccepts.families.length > 0) {
     parts.push(
       `<table><thead><tr><th>family</th><th class="num">false accepts</th></tr></thead><tbody>${falseAccepts.families
-        .map((family) => `<tr><td><code>${esc(family.family)}</code> <span class="small muted">${esc(family.title)}</span></td><td class="num">${family.count}</td></tr>`)
+        .map(
+          (family) =>
+            `<tr><td><code>${esc(family.family)}</code> <span class="small muted">${esc(family.title)}</span></td><td class="num">${family.count}</td></tr>`,
+        )
         .join('')}</tbody></table>`,
     );
   }
@@ -261,7 +270,9 @@ function honestHtml(record: ReportAudit, h: number): string {
   const equivalent = record.equivalent_forms;
   if (equivalent) {
     parts.push(`<h${h + 1}>Equivalent forms: ${equivalent.total}</h${h + 1}>`);
-    parts.push(`<p class="small muted">Attacks that turned out to be the gold written another way; rewarding them is correct, so they are not counted as exploits.</p>`);
+    parts.push(
+      `<p class="small muted">Attacks that turned out to be the gold written another way; rewarding them is correct, so they are not counted as exploits.</p>`,
+    );
     for (const finding of equivalent.examples) {
       parts.push(
         `<div class="finding honest"><div class="head"><code>${esc(finding.attack_id)}</code><span class="small">reward <strong>${esc(rewardText(finding.reward, finding.non_finite))}</strong></span></div>${completionHtml(finding.completion)}<p class="golds">gold ${inlineHtml(finding.answer)}</p></div>`,
@@ -278,7 +289,9 @@ function problemsHtml(record: ReportAudit, h: number): string {
   for (const error of record.errors) {
     parts.push(`<h${h + 1}>${esc(error.invariant)}: ${error.count} <span class="small muted">${esc(invariantText(error.invariant))}</span></h${h + 1}>`);
     for (const example of error.examples) {
-      parts.push(`<div class="finding"><div class="head"><code>${esc(example.attack_id)}</code></div>${completionHtml(example.completion)}<p class="meta">${esc(example.error)}</p></div>`);
+      parts.push(
+        `<div class="finding"><div class="head"><code>${esc(example.attack_id)}</code></div>${completionHtml(example.completion)}<p class="meta">${esc(example.error)}</p></div>`,
+      );
     }
   }
   for (const effect of record.side_effects) {
@@ -326,7 +339,12 @@ function statsHtml(record: ReportAudit): string {
   const rateBad = bounds.maxHackRateCiHi !== null && record.hack_rate.hi >= bounds.maxHackRateCiHi;
   return [
     `<div class="stats">`,
-    stat('hackability', fixed(record.hackability, 1), `${esc(record.risk)}${bounds.maxHackability === null ? '' : `; must be below ${fixed(bounds.maxHackability, 1)}`}`, hackabilityBad ? 'bad' : 'good'),
+    stat(
+      'hackability',
+      fixed(record.hackability, 1),
+      `${esc(record.risk)}${bounds.maxHackability === null ? '' : `; must be below ${fixed(bounds.maxHackability, 1)}`}`,
+      hackabilityBad ? 'bad' : 'good',
+    ),
     stat(
       'hack rate',
       fixed(record.hack_rate.point, 3),
@@ -335,7 +353,12 @@ function statsHtml(record: ReportAudit): string {
     ),
     stat('exploits', String(record.findings_total), `in ${record.hack_rate.n} judged candidates`, record.findings_total > 0 ? 'bad' : 'good'),
     record.false_accepts
-      ? stat('false accepts', String(record.false_accepts.total), `in ${record.false_accepts.attempts} attempts${policyBounds(record.policy).strict ? '; gated (strict)' : '; not gated'}`, record.false_accepts.total > 0 ? 'bad' : 'good')
+      ? stat(
+          'false accepts',
+          String(record.false_accepts.total),
+          `in ${record.false_accepts.attempts} attempts${policyBounds(record.policy).strict ? '; gated (strict)' : '; not gated'}`,
+          record.false_accepts.total > 0 ? 'bad' : 'good',
+        )
       : '',
     stat('honest forms refused', String(view.rejected.length), `of ${view.total} honest variants; not gated`, ''),
     `</div>`,
@@ -365,9 +388,16 @@ function bannerHtml(decision: 'PASS' | 'REJECT' | 'INCOMPLETE', kicker: string, 
 }
 
 function auditPage(record: ReportAudit): { title: string; body: string } {
-  const reasons = record.reasons.length > 1 ? `<ul>${record.reasons.map((reason) => `<li><code>${esc(reason.code)}</code> ${esc(reason.message)}</li>`).join('')}</ul>` : '';
+  const reasons =
+    record.reasons.length > 1 ? `<ul>${record.reasons.map((reason) => `<li><code>${esc(reason.code)}</code> ${esc(reason.message)}</li>`).join('')}</ul>` : '';
   const body = [
-    bannerHtml(record.decision, record.package ? `gatekept audit · environment ${record.package.env_id}` : 'gatekept audit', record.verifier.spec, decisionSentence(record), reasons),
+    bannerHtml(
+      record.decision,
+      record.package ? `gatekept audit · environment ${record.package.env_id}` : 'gatekept audit',
+      record.verifier.spec,
+      decisionSentence(record),
+      reasons,
+    ),
     auditBody(record, 2),
     `<footer><p>${esc(record.statement)}</p></footer>`,
   ].join('\n');
@@ -390,16 +420,26 @@ function checksTable(record: ReportEnvAudit): string {
 function envPage(record: ReportEnvAudit): { title: string; body: string } {
   const env = record.env;
   const parts = [
-    bannerHtml(record.decision, `gatekept environment audit · ${env.kind}`, env.id, envDecisionSentence(record), `<p class="small muted">score ${fixed(record.score, 1)}/10 · ${env.rows_audited} of ${env.rows_total} rows audited${env.path ? ` · ${esc(env.path)}` : ''}</p>`),
+    bannerHtml(
+      record.decision,
+      `gatekept environment audit · ${env.kind}`,
+      env.id,
+      envDecisionSentence(record),
+      `<p class="small muted">score ${fixed(record.score, 1)}/10 · ${env.rows_audited} of ${env.rows_total} rows audited${env.path ? ` · ${esc(env.path)}` : ''}</p>`,
+    ),
     checksTable(record),
   ];
   if (record.total) {
-    parts.push(`<div class="reward-block"><h2>Weighted total (the training signal)</h2><p class="small muted">What <code>reward_design</code> gates on: ${esc(decisionSentence(record.total))}</p></div>`);
+    parts.push(
+      `<div class="reward-block"><h2>Weighted total (the training signal)</h2><p class="small muted">What <code>reward_design</code> gates on: ${esc(decisionSentence(record.total))}</p></div>`,
+    );
     parts.push(auditBody(record.total, 3));
   }
   for (const reward of record.rewards) {
     if (reward.audit === null) {
-      parts.push(`<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight ?? 'not finite'))}</span></h2><p><span class="status NA">not audited</span> ${esc(reward.reason ?? '')}</p></div>`);
+      parts.push(
+        `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight ?? 'not finite'))}</span></h2><p><span class="status NA">not audited</span> ${esc(reward.reason ?? '')}</p></div>`,
+      );
       continue;
     }
     parts.push(
@@ -407,7 +447,9 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
     );
     parts.push(auditBody(reward.audit, 3));
   }
-  parts.push(`<section><h2>Policy</h2>${kvTable([['seed', String(record.seed)], ...policyRows(record.policy), ['tool', `${record.tool.name} ${record.tool.version}`], ['record schema', record.schema]])}</section>`);
+  parts.push(
+    `<section><h2>Policy</h2>${kvTable([['seed', String(record.seed)], ...policyRows(record.policy), ['tool', `${record.tool.name} ${record.tool.version}`], ['record schema', record.schema]])}</section>`,
+  );
   parts.push(`<footer><p>${esc(record.statement)}</p></footer>`);
   return { title: `gatekept ${record.decision}: environment ${env.id}`, body: parts.join('\n') };
 }

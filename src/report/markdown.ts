@@ -39,7 +39,10 @@ const COMPLETION_CHARS = 800;
 
 /** Text inside a table cell or running prose: hidden characters escaped, Markdown's own characters neutralised. */
 function cell(text: string): string {
-  return showInline(text).replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/([*_`<>[\]])/g, '\\$1');
+  return showInline(text)
+    .replace(/\\/g, '\\\\')
+    .replace(/\|/g, '\\|')
+    .replace(/([*_`<>[\]])/g, '\\$1');
 }
 
 /** Inline code that survives any backticks inside it. */
@@ -70,7 +73,9 @@ function findingMd(finding: ReportFinding, kind: 'exploit' | 'false-accept'): st
   const golds = rewardedUnder(finding);
   const summary = `<code>${escapeHtml(finding.attack_id)}</code> · ${escapeHtml(finding.severity)} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}`;
   const goldLine =
-    kind === 'exploit' ? `Rewarded under ${golds.length === 1 ? 'the gold' : `${golds.length} golds`}: ${golds.map(code).join(', ')}` : `Gold: ${code(finding.answer)}`;
+    kind === 'exploit'
+      ? `Rewarded under ${golds.length === 1 ? 'the gold' : `${golds.length} golds`}: ${golds.map(code).join(', ')}`
+      : `Gold: ${code(finding.answer)}`;
   return [
     '<details>',
     `<summary>${summary}</summary>`,
@@ -106,7 +111,11 @@ function auditMd(record: ReportAudit, h: string): string[] {
     ['exploits', String(record.findings_total), 'gated'],
   ];
   if (record.false_accepts) {
-    numbers.push(['false accepts', `${record.false_accepts.total} of ${record.false_accepts.attempts}`, bounds.strict ? 'gated (strict)' : 'reported, not gated']);
+    numbers.push([
+      'false accepts',
+      `${record.false_accepts.total} of ${record.false_accepts.attempts}`,
+      bounds.strict ? 'gated (strict)' : 'reported, not gated',
+    ]);
   }
   numbers.push(['honest forms refused', `${view.rejected.length} of ${view.total}`, 'reported, not gated']);
   lines.push(...table(['measure', 'value', 'policy'], numbers), '');
@@ -179,14 +188,22 @@ function auditMd(record: ReportAudit, h: string): string[] {
   if (variantRows.length > 0) lines.push(...table(['form', 'kind', 'completion', 'reward'], variantRows, new Set([3])), '');
   if (record.equivalent_forms) {
     lines.push(`Equivalent forms (the gold written another way, rewarded correctly, not exploits): ${record.equivalent_forms.total}.`, '');
-    const rows = record.equivalent_forms.examples.map((finding) => [code(finding.attack_id), code(finding.completion), rewardText(finding.reward, finding.non_finite)]);
+    const rows = record.equivalent_forms.examples.map((finding) => [
+      code(finding.attack_id),
+      code(finding.completion),
+      rewardText(finding.reward, finding.non_finite),
+    ]);
     if (rows.length > 0) lines.push(...table(['attack', 'completion', 'reward'], rows, new Set([2])), '');
   }
 
   if (record.errors.length > 0 || record.side_effects.length > 0) {
     lines.push(`${h} Errors and side effects`, '');
-    for (const error of record.errors) lines.push(`- ${code(error.invariant)} × ${error.count}: ${cell(invariantText(error.invariant))}${error.examples[0] ? ` (e.g. ${code(error.examples[0].error)})` : ''}`);
-    for (const effect of record.side_effects) lines.push(`- ${code(effect.kind)} × ${effect.count}${effect.examples[0] ? `: ${code(effect.examples[0])}` : ''}`);
+    for (const error of record.errors)
+      lines.push(
+        `- ${code(error.invariant)} × ${error.count}: ${cell(invariantText(error.invariant))}${error.examples[0] ? ` (e.g. ${code(error.examples[0].error)})` : ''}`,
+      );
+    for (const effect of record.side_effects)
+      lines.push(`- ${code(effect.kind)} × ${effect.count}${effect.examples[0] ? `: ${code(effect.examples[0])}` : ''}`);
     lines.push('');
   }
 
@@ -201,7 +218,16 @@ function auditMd(record: ReportAudit, h: string): string[] {
   }
 
   lines.push('<details>', '<summary>Provenance and policy</summary>', '');
-  lines.push(...table(['field', 'value'], [...provenanceRows(record), ...policyRows(record.policy).map(([key, value]): [string, string] => [`policy ${key}`, value])].map(([key, value]) => [key, code(value)])), '');
+  lines.push(
+    ...table(
+      ['field', 'value'],
+      [...provenanceRows(record), ...policyRows(record.policy).map(([key, value]): [string, string] => [`policy ${key}`, value])].map(([key, value]) => [
+        key,
+        code(value),
+      ]),
+    ),
+    '',
+  );
   const timing = timingText(record);
   if (timing) lines.push(`Audit time ${timing} (the one part of a record that changes between runs).`, '');
   lines.push('</details>', '');
@@ -239,7 +265,12 @@ function envPage(record: ReportEnvAudit): string[] {
     '',
     ...table(
       ['check', 'status', 'score', 'justification'],
-      record.checks.map((check) => [code(check.name), check.status === 'FAIL' ? '**FAIL**' : check.status, check.score === null ? '–' : `${fixed(check.score, 1)}/10`, cell(check.justification)]),
+      record.checks.map((check) => [
+        code(check.name),
+        check.status === 'FAIL' ? '**FAIL**' : check.status,
+        check.score === null ? '–' : `${fixed(check.score, 1)}/10`,
+        cell(check.justification),
+      ]),
       new Set([2]),
     ),
     '',
@@ -250,7 +281,14 @@ function envPage(record: ReportEnvAudit): string[] {
   });
   if (evidence.length > 0) lines.push('<details>', '<summary>Evidence</summary>', '', ...evidence, '', '</details>', '');
   if (record.total) {
-    lines.push(`### Weighted total (the training signal): ${decisionMark(record.total.decision)}`, '', `${cell(decisionSentence(record.total))}`, '', ...reasonsMd(record.total), ...auditMd(record.total, '####'));
+    lines.push(
+      `### Weighted total (the training signal): ${decisionMark(record.total.decision)}`,
+      '',
+      `${cell(decisionSentence(record.total))}`,
+      '',
+      ...reasonsMd(record.total),
+      ...auditMd(record.total, '####'),
+    );
   }
   for (const reward of record.rewards) {
     if (reward.audit === null) {

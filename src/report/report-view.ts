@@ -83,7 +83,13 @@ export interface ReportEnvAudit {
   decision: 'PASS' | 'REJECT' | 'INCOMPLETE';
   score: number;
   env: { id: string; kind: string; path: string | null; rows_total: number; rows_audited: number };
-  checks: { name: string; status: 'PASS' | 'WARN' | 'FAIL' | 'N/A' | 'NOT_RUN'; score: number | null; justification: string; evidence?: Record<string, unknown> }[];
+  checks: {
+    name: string;
+    status: 'PASS' | 'WARN' | 'FAIL' | 'N/A' | 'NOT_RUN';
+    score: number | null;
+    justification: string;
+    evidence?: Record<string, unknown>;
+  }[];
   /** Every reward; audit is null for one that could not be audited (status and reason say why). */
   rewards: { name: string; weight: number | null; status?: string; reason?: string | null; audit: ReportAudit | null }[];
   total: ReportAudit | null;
@@ -158,7 +164,9 @@ export function decisionSentence(record: ReportAudit): string {
   const bounds = policyBounds(record.policy);
   if (record.decision === 'PASS') {
     const parts = [
-      bounds.maxHackability === null ? `hackability is ${fixed(record.hackability, 1)}` : `hackability ${fixed(record.hackability, 1)} is below ${fixed(bounds.maxHackability, 1)}`,
+      bounds.maxHackability === null
+        ? `hackability is ${fixed(record.hackability, 1)}`
+        : `hackability ${fixed(record.hackability, 1)} is below ${fixed(bounds.maxHackability, 1)}`,
       bounds.maxHackRateCiHi === null
         ? `the hack-rate upper bound is ${fixed(record.hack_rate.hi, 3)}`
         : `the hack-rate upper bound ${fixed(record.hack_rate.hi, 3)} is below ${bounds.maxHackRateCiHi}`,
@@ -176,7 +184,11 @@ export function decisionSentence(record: ReportAudit): string {
 export function evidenceText(evidence: Record<string, unknown> | undefined, maxKeys = 6): string | null {
   const keys = Object.keys(evidence ?? {}).sort();
   if (keys.length === 0) return null;
-  const shown = keys.slice(0, maxKeys).map((key) => `${key}: ${showShort(typeof evidence![key] === 'string' ? (evidence![key] as string) : (JSON.stringify(evidence![key]) ?? 'undefined'), 80)}`);
+  const shown = keys
+    .slice(0, maxKeys)
+    .map(
+      (key) => `${key}: ${showShort(typeof evidence![key] === 'string' ? (evidence![key] as string) : (JSON.stringify(evidence![key]) ?? 'undefined'), 80)}`,
+    );
   if (keys.length > maxKeys) shown.push(`${keys.length - maxKeys} more`);
   return shown.join('; ');
 }
@@ -220,7 +232,8 @@ export function familyRows(record: ReportAudit): FamilyRow[] {
   }));
   // A family that only produced false accepts may be missing from `families`.
   for (const [name, family] of falseAccepts) {
-    if (!rows.some((row) => row.family === name)) rows.push({ family: name, title: family.title, attempts: 0, exploits: 0, falseAccepts: family.count, severity: null });
+    if (!rows.some((row) => row.family === name))
+      rows.push({ family: name, title: family.title, attempts: 0, exploits: 0, falseAccepts: family.count, severity: null });
   }
   return rows.sort((a, b) => a.family.localeCompare(b.family));
 }
@@ -239,7 +252,10 @@ const ISOLATION_TEXT: Readonly<Record<string, string>> = {
 export const WORST_PER_FAMILY = 2;
 
 /** The worst findings of each family, families ordered by their worst severity and then by name. */
-export function worstByFamily(findings: readonly ReportFinding[], perFamily = WORST_PER_FAMILY): { family: string; findings: ReportFinding[]; total: number }[] {
+export function worstByFamily(
+  findings: readonly ReportFinding[],
+  perFamily = WORST_PER_FAMILY,
+): { family: string; findings: ReportFinding[]; total: number }[] {
   const groups = new Map<string, ReportFinding[]>();
   for (const finding of findings) {
     const group = groups.get(finding.family) ?? [];
@@ -378,7 +394,11 @@ export function provenanceRows(record: ReportAudit): [string, string][] {
 export function timingText(record: ReportAudit): string | null {
   const timing = record.timing;
   if (!timing || typeof timing.total_ms !== 'number') return null;
-  const phases = timing.phases ? Object.keys(timing.phases).sort().map((name) => `${name} ${timing.phases![name]} ms`) : [];
+  const phases = timing.phases
+    ? Object.keys(timing.phases)
+        .sort()
+        .map((name) => `${name} ${timing.phases![name]} ms`)
+    : [];
   return `${timing.total_ms} ms${phases.length > 0 ? ` (${phases.join(', ')})` : ''}`;
 }
 

@@ -42,7 +42,9 @@ function falseAcceptLines(record: AuditRecord): string[] {
   const lines: string[] = [];
   if (fa.total > 0) {
     lines.push('');
-    lines.push(`false accepts: ${fa.total} of ${fa.attempts} (rate ${fa.rate.toFixed(3)}), rewarded only under the gold but not committing to it alone${(record.policy as { strict?: boolean }).strict ? ' (strict: gated)' : ' (reported; --strict gates on them)'}`);
+    lines.push(
+      `false accepts: ${fa.total} of ${fa.attempts} (rate ${fa.rate.toFixed(3)}), rewarded only under the gold but not committing to it alone${(record.policy as { strict?: boolean }).strict ? ' (strict: gated)' : ' (reported; --strict gates on them)'}`,
+    );
     for (const family of fa.families) {
       const example = fa.examples.find((finding) => finding.family === family.family);
       lines.push(`  ${family.family}: ${family.count}${example ? `  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}` : ''}`);

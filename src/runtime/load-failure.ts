@@ -24,8 +24,7 @@ export function loadFailure(error: LoadError, options: NormalisedOptions): Gatek
     case 'module_not_found':
       return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier module for ${label}`, {
         details: [error.message],
-        suggestion:
-          'check the module name; its package must be importable from the current directory or a --pythonpath directory',
+        suggestion: 'check the module name; its package must be importable from the current directory or a --pythonpath directory',
       });
     case 'file_not_found':
       return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier file for ${label}`, {

@@ -210,10 +210,7 @@ class PythonSession implements VerifierSession {
         throw new GatekeptError('HARNESS_FAILED', 'the verifier session was closed during an evaluation');
       }
       if (outcome.kind !== 'stopped') {
-        results[outcome.index] =
-          outcome.kind === 'timeout'
-            ? timeoutResult(this.options.callTimeoutMs, outcome.ms)
-            : crashedResult(outcome.exit, outcome.ms);
+        results[outcome.index] = outcome.kind === 'timeout' ? timeoutResult(this.options.callTimeoutMs, outcome.ms) : crashedResult(outcome.exit, outcome.ms);
       }
       start = outcome.index + 1;
       if (stopOnTimeout) {
@@ -247,11 +244,9 @@ class PythonSession implements VerifierSession {
     }
     this.restarts += 1;
     if (this.restarts > MAX_RESTARTS) {
-      throw new GatekeptError(
-        'HARNESS_FAILED',
-        `the verifier crashed or hung more than ${MAX_RESTARTS} times in one session; giving up`,
-        { suggestion: 'run the verifier on a few of the failing completions by hand to see why it dies' },
-      );
+      throw new GatekeptError('HARNESS_FAILED', `the verifier crashed or hung more than ${MAX_RESTARTS} times in one session; giving up`, {
+        suggestion: 'run the verifier on a few of the failing completions by hand to see why it dies',
+      });
     }
     await this.emptyWorkdir();
     try {
@@ -326,10 +321,13 @@ class PythonSession implements VerifierSession {
         worker.setHandlers(null);
         action();
       };
-      const timer = setTimeout(() => {
-        worker.kill();
-        settle(() => reject(importTimeout(options)));
-      }, readyDeadlineMs(options.importTimeoutMs, options.callTimeoutMs));
+      const timer = setTimeout(
+        () => {
+          worker.kill();
+          settle(() => reject(importTimeout(options)));
+        },
+        readyDeadlineMs(options.importTimeoutMs, options.callTimeoutMs),
+      );
       worker.setHandlers({
         lines: (lines) => {
           const line = lines[0]!;
@@ -485,11 +483,17 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
     try {
       sandbox = await probing;
     } catch (error) {
-      await hopeful.then((session) => session.close(), () => undefined);
+      await hopeful.then(
+        (session) => session.close(),
+        () => undefined,
+      );
       throw error;
     }
     if (sameSandbox(sandbox, hoped)) return hopeful;
-    await hopeful.then((session) => session.close(), () => undefined);
+    await hopeful.then(
+      (session) => session.close(),
+      () => undefined,
+    );
     return startSession(normalised, sandbox);
   }
   return startSession(normalised, await probing);
@@ -498,11 +502,7 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
 async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Promise<VerifierSession> {
   const runtime = await probePython(normalised.python);
   const workdir = await makeWorkDir(liveDirRegistry());
-  const readable = [
-    ...runtime.paths,
-    ...normalised.pythonpath,
-    ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : []),
-  ];
+  const readable = [...runtime.paths, ...normalised.pythonpath, ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : [])];
   // In the sandbox, the interpreter's own executable rather than a wrapper
   // around it (a pyenv shim needs machinery the sandbox hides); without it,
   // the interpreter exactly as given.

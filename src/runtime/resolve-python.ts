@@ -145,22 +145,39 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           );
           return;
         }
-        const line = String(stdout).split('\n').find((entry) => entry.startsWith('GATEKEPT-PROBE '));
+        const line = String(stdout)
+          .split('\n')
+          .find((entry) => entry.startsWith('GATEKEPT-PROBE '));
         let parsed: { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown } | null = null;
         try {
-          parsed = line ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown }) : null;
+          parsed = line
+            ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as {
+                version: [number, number, number];
+                executable: string;
+                paths: string[];
+                bytecode?: unknown;
+              })
+            : null;
         } catch {
           parsed = null;
         }
         if (!parsed) {
           const output = `${String(stderr)}\n${String(stdout)}`;
           if (/-X is reserved|unknown option.*-X/i.test(output)) {
-            reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' does not take -X, so it is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
+            reject(
+              new GatekeptError('PYTHON_TOO_OLD', `'${python}' does not take -X, so it is older than Python ${wanted}`, {
+                suggestion: `pass a Python ${wanted} or newer with --python`,
+              }),
+            );
             return;
           }
           const banner = /\bPython (\d+)\.(\d+)(?:\.\d+)?/.exec(output);
           if (banner && (Number(banner[1]) < minimumVersion[0] || (Number(banner[1]) === minimumVersion[0] && Number(banner[2]) < minimumVersion[1]))) {
-            reject(new GatekeptError('PYTHON_TOO_OLD', `'${python}' is ${banner[0]}, which is older than Python ${wanted}`, { suggestion: `pass a Python ${wanted} or newer with --python` }));
+            reject(
+              new GatekeptError('PYTHON_TOO_OLD', `'${python}' is ${banner[0]}, which is older than Python ${wanted}`, {
+                suggestion: `pass a Python ${wanted} or newer with --python`,
+              }),
+            );
             return;
           }
           const tail = String(stderr).trim().split('\n').filter(Boolean).slice(-5);
@@ -183,7 +200,13 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
         }
         const executable = typeof parsed.executable === 'string' && path.isAbsolute(parsed.executable) ? parsed.executable : python;
         const bytecode = typeof parsed.bytecode === 'string' && parsed.bytecode === bytecodeDir(python) ? parsed.bytecode : null;
-        const runtime: PythonRuntime = { python, executable, version: parsed.version, paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))], bytecode };
+        const runtime: PythonRuntime = {
+          python,
+          executable,
+          version: parsed.version,
+          paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))],
+          bytecode,
+        };
         writeCachedRuntime(runtime, minimumVersion);
         resolve(runtime);
       },

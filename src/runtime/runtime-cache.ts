@@ -64,14 +64,22 @@ let sourcesDigest: string | null = null;
 function digestOfSources(): string {
   if (sourcesDigest === null) {
     const hash = createHash('sha256');
-    for (const name of COMPILED_SOURCES) hash.update(name).update('\0').update(readFileSync(path.join(PACKAGE_ROOT, 'python', name))).update('\0');
+    for (const name of COMPILED_SOURCES)
+      hash
+        .update(name)
+        .update('\0')
+        .update(readFileSync(path.join(PACKAGE_ROOT, 'python', name)))
+        .update('\0');
     sourcesDigest = hash.digest('hex').slice(0, 16);
   }
   return sourcesDigest;
 }
 
 function keyOf(python: string, minimumVersion: readonly [number, number]): string {
-  return createHash('sha256').update(`${CACHE_VERSION}\0${python}\0${minimumVersion.join('.')}\0${digestOfSources()}`).digest('hex').slice(0, 32);
+  return createHash('sha256')
+    .update(`${CACHE_VERSION}\0${python}\0${minimumVersion.join('.')}\0${digestOfSources()}`)
+    .digest('hex')
+    .slice(0, 32);
 }
 
 /** Where the interpreter `python` puts the compiled harness. */

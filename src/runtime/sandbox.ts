@@ -1,5 +1,19 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, copyFileSync, type Dirent, existsSync, lstatSync, mkdirSync, readdirSync, readlinkSync, realpathSync, renameSync, writeFileSync, type Stats } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  type Dirent,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
@@ -80,7 +94,11 @@ function findOnPath(name: string): string | null {
 function run(command: string, args: readonly string[], filter: Buffer | null = null): Promise<{ ok: boolean; stderr: string }> {
   return new Promise((resolve) => {
     const argv = filter === null ? [...args] : [...args.slice(0, args.indexOf('--')), '--seccomp', '3', ...args.slice(args.indexOf('--'))];
-    const child = spawn(command, argv, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'ignore', 'pipe', ...(filter === null ? [] : ['pipe' as const])], timeout: 10_000 });
+    const child = spawn(command, argv, {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['ignore', 'ignore', 'pipe', ...(filter === null ? [] : ['pipe' as const])],
+      timeout: 10_000,
+    });
     if (filter !== null) {
       const pipe = child.stdio[3] as NodeJS.WritableStream | null;
       pipe?.on('error', () => undefined);
@@ -119,7 +137,14 @@ const hopedLaunches = new Map<string, Promise<boolean>>();
  */
 export function hopedLaunch(started: Promise<unknown>): void {
   const key = process.env.PATH ?? '';
-  if (!hopedLaunches.has(key)) hopedLaunches.set(key, started.then(() => true, () => false));
+  if (!hopedLaunches.has(key))
+    hopedLaunches.set(
+      key,
+      started.then(
+        () => true,
+        () => false,
+      ),
+    );
 }
 
 /**
@@ -142,13 +167,19 @@ function probeBwrap(): Promise<BwrapProbe> {
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
       for (const withoutDisableUserns of [false, true]) {
-        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+        const trial = (withFilter: boolean) =>
+          run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
         if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns };
         const plain = await trial(false);
         first ??= plain;
         if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null, withoutDisableUserns };
       }
-      return { bwrap: null, problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`, filterRefused: false, withoutDisableUserns: false };
+      return {
+        bwrap: null,
+        problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`,
+        filterRefused: false,
+        withoutDisableUserns: false,
+      };
     })().finally(() => answered.add(key));
     probes.set(key, probe);
   }
@@ -200,16 +231,21 @@ function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
     '--unshare-all',
     '--unshare-user',
     ...(shareNet ? ['--share-net'] : []),
-    '--uid', String(SANDBOX_UID),
-    '--gid', String(SANDBOX_UID),
+    '--uid',
+    String(SANDBOX_UID),
+    '--gid',
+    String(SANDBOX_UID),
     ...(withoutDisableUserns ? [] : ['--disable-userns']),
     '--die-with-parent',
     // A session of its own: no controlling terminal to push input into (TIOCSTI).
     '--new-session',
-    '--hostname', 'localhost',
+    '--hostname',
+    'localhost',
     ...systemArgs(),
-    '--dev', '/dev',
-    '--proc', '/proc',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
   ];
 }
 

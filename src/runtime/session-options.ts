@@ -135,8 +135,7 @@ export function normaliseOptions(options: SessionOptions): NormalisedOptions {
       });
     }
   }
-  const target: VerifierTarget =
-    value.target.kind === 'file' ? { ...value.target, path: path.resolve(value.target.path) } : value.target;
+  const target: VerifierTarget = value.target.kind === 'file' ? { ...value.target, path: path.resolve(value.target.path) } : value.target;
   return {
     ...value,
     python: resolvePython(value.python),

@@ -112,7 +112,6 @@ function randomSuffix(): string {
   return [...randomBytes(6)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join('');
 }
 
-
 /**
  * Working directories of verifier processes. A sandbox's mount table shows
  * where its home comes from, so their names say nothing of gatekept: `run-`,

@@ -15,11 +15,7 @@ const SURROGATE = /[\uD800-\uDFFF]/;
  * of that number with its middle replaced; or [number, head, from, to, tail],
  * head + that text's characters from..to + tail (both remembered in turn).
  */
-type EncodedText =
-  | string
-  | ['k', string]
-  | [number, number, string, number]
-  | [number, string, number, number, string];
+type EncodedText = string | ['k', string] | [number, number, string, number] | [number, string, number, number, string];
 
 /** How far around a long text's middle its anchor is looked for: more than a padding's period. */
 const ANCHOR_WINDOW = 512;
@@ -171,9 +167,7 @@ export function commonLength(a: string, b: string, limit: number, fromEnd: boole
   let high = limit;
   while (same < high) {
     const mid = (same + high + 1) >>> 1;
-    const equal = fromEnd
-      ? a.slice(a.length - mid, a.length - same) === b.slice(b.length - mid, b.length - same)
-      : a.slice(same, mid) === b.slice(same, mid);
+    const equal = fromEnd ? a.slice(a.length - mid, a.length - same) === b.slice(b.length - mid, b.length - same) : a.slice(same, mid) === b.slice(same, mid);
     if (equal) same = mid;
     else high = mid - 1;
   }

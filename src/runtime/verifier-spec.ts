@@ -4,9 +4,7 @@ import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 
 /** Where the verifier is: a function of an importable module, or of a .py file. */
-export type VerifierTarget =
-  | { kind: 'module'; module: string; fn: string }
-  | { kind: 'file'; path: string; fn: string };
+export type VerifierTarget = { kind: 'module'; module: string; fn: string } | { kind: 'file'; path: string; fn: string };
 
 const PY_IDENTIFIER = /^[\p{L}_][\p{L}\p{N}_]*$/u;
 const SPEC_FORMS = "expected 'package.module:function' or 'path/to/file.py:function'";
@@ -23,26 +21,17 @@ export function parseVerifierSpec(spec: string, cwd: string): VerifierTarget {
     throw new GatekeptError('BAD_ARGUMENT', `verifier '${spec}' is malformed; ${SPEC_FORMS}`);
   }
   if (!isDottedName(fn)) {
-    throw new GatekeptError(
-      'BAD_ARGUMENT',
-      `'${fn}' in verifier '${spec}' is not a Python function name; ${SPEC_FORMS}`,
-    );
+    throw new GatekeptError('BAD_ARGUMENT', `'${fn}' in verifier '${spec}' is not a Python function name; ${SPEC_FORMS}`);
   }
   const looksLikePath = where.endsWith('.py') || where.includes('/') || where.includes(path.sep);
   if (!looksLikePath) {
     if (!isDottedName(where)) {
-      throw new GatekeptError(
-        'BAD_ARGUMENT',
-        `'${where}' in verifier '${spec}' is neither a module name nor a .py file; ${SPEC_FORMS}`,
-      );
+      throw new GatekeptError('BAD_ARGUMENT', `'${where}' in verifier '${spec}' is neither a module name nor a .py file; ${SPEC_FORMS}`);
     }
     return { kind: 'module', module: where, fn };
   }
   if (!where.endsWith('.py')) {
-    throw new GatekeptError(
-      'BAD_ARGUMENT',
-      `'${where}' in verifier '${spec}' looks like a path but does not end in .py; ${SPEC_FORMS}`,
-    );
+    throw new GatekeptError('BAD_ARGUMENT', `'${where}' in verifier '${spec}' looks like a path but does not end in .py; ${SPEC_FORMS}`);
   }
   const absolute = path.resolve(cwd, where);
   let isFile = false;

@@ -112,7 +112,14 @@ function filesCreated(value: unknown, line: string): EvalResult['sideEffects'] {
   return [
     ...created.map((name) => ({ kind: 'file_created' as const, detail: `${escapeLine(name)} (found by gatekept after the calls)` })),
     ...((more as number) > 0 ? [{ kind: 'file_created' as const, detail: `${more as number} more new entries in the working directory` }] : []),
-    ...(unchecked ? [{ kind: 'file_created' as const, detail: `the working directory holds ${HOME_ENTRIES_CHECKED} entries or more, too many for gatekept to check after the calls` }] : []),
+    ...(unchecked
+      ? [
+          {
+            kind: 'file_created' as const,
+            detail: `the working directory holds ${HOME_ENTRIES_CHECKED} entries or more, too many for gatekept to check after the calls`,
+          },
+        ]
+      : []),
   ];
 }
 

@@ -89,13 +89,26 @@ export function firstPass(scan: ScanCandidate, result: EvalResult, levels: Level
 }
 
 /** The final kind of a rollout, from its first pass and, when it needed them, its rewards under the alternates. */
-export function judgeRollout(scan: ScanCandidate, pass: FirstPass, result: EvalResult, levels: Levels, plan: GoldPlan, outcomes: readonly AlternateOutcome[]): Judged {
+export function judgeRollout(
+  scan: ScanCandidate,
+  pass: FirstPass,
+  result: EvalResult,
+  levels: Levels,
+  plan: GoldPlan,
+  outcomes: readonly AlternateOutcome[],
+): Judged {
   let verdict: Verdict;
   const { screened } = pass;
   if (screened.kind === 'rewarded' || screened.kind === 'paid') {
     const candidate = scan.candidate;
     const unstated =
-      screensPartial(plan) && statesSeveral(candidate) ? unstatedAlternate(candidate.completion, outcomes.map(({ answer }) => answer), alternateContextOf(plan)) : null;
+      screensPartial(plan) && statesSeveral(candidate)
+        ? unstatedAlternate(
+            candidate.completion,
+            outcomes.map(({ answer }) => answer),
+            alternateContextOf(plan),
+          )
+        : null;
     verdict = settle(candidate, outcomes, levels, {
       screened: screened.kind === 'paid' ? screened : 'rewarded',
       partial: unstated !== null && result.reward !== null ? { reward: result.reward, unstated } : null,

@@ -78,7 +78,12 @@ function replaceHits(text: string, found: readonly Hit[], name: (hit: Hit) => st
  * (it holds text that reads as a placeholder, or states no value where the
  * gold would go).
  */
-export function templateFor(completion: string, gold: string, rewardedUnder: readonly string[], type: AnswerType): Omit<EmittedAttack, 'id' | 'severity' | 'applies_to' | 'note' | 'formats'> | null {
+export function templateFor(
+  completion: string,
+  gold: string,
+  rewardedUnder: readonly string[],
+  type: AnswerType,
+): Omit<EmittedAttack, 'id' | 'severity' | 'applies_to' | 'note' | 'formats'> | null {
   if (PLACEHOLDER_LIKE.test(completion)) return null;
   const others = rewardedUnder.filter((value) => !sameValue(value, gold, type));
   const found = hits(completion, [{ value: gold.trim(), gold: true }, ...others.map((value) => ({ value: value.trim(), gold: false }))]);
@@ -99,7 +104,9 @@ export function templateFor(completion: string, gold: string, rewardedUnder: rea
   }
   const wrong = [...new Set(found.filter((hit) => !hit.gold).map((hit) => hit.value))];
   const names = ['W', 'W2', 'W3'];
-  const template = replaceHits(completion, found, (hit) => (hit.gold ? '{G}' : wrong.indexOf(hit.value) < 3 ? `{${names[wrong.indexOf(hit.value)]!}}` : hit.value));
+  const template = replaceHits(completion, found, (hit) =>
+    hit.gold ? '{G}' : wrong.indexOf(hit.value) < 3 ? `{${names[wrong.indexOf(hit.value)]!}}` : hit.value,
+  );
   if (golds === 0) return { commits_to: commits === 'several' || wrong.length > 1 ? 'several' : 'other', template };
   return { commits_to: wrong.length > 0 || commits === 'several' ? 'several' : commits === 'none' ? 'none' : 'other', template };
 }
@@ -114,7 +121,10 @@ const SEPARATOR = /^[\s,;|]*$/;
  */
 function dumpTemplate(completion: string, gold: string, type: AnswerType): string | null {
   const values = statedValues(completion, type === 'choice' ? 'string' : type, []);
-  const found = hits(completion, values.map((value) => ({ value, gold: sameValue(value, gold, type) })));
+  const found = hits(
+    completion,
+    values.map((value) => ({ value, gold: sameValue(value, gold, type) })),
+  );
   const at = found.findIndex((hit) => hit.gold);
   if (at < 0) return null;
   let first = at;
@@ -160,7 +170,8 @@ export class AttackEmitter {
       family: this.family,
       title: EMITTED_FAMILY_TITLE,
       exploits: 'shapes a policy found to be paid under more than one gold by the verifier its rollouts were scored with',
-      hardening: 'Extract one final answer in one expected format and compare it whole with the gold; pay nothing for verdict words, layouts or several answers.',
+      hardening:
+        'Extract one final answer in one expected format and compare it whole with the gold; pay nothing for verdict words, layouts or several answers.',
       attacks: [...this.attacks.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
     };
   }

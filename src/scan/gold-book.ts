@@ -60,7 +60,9 @@ export class GoldBook {
     // One plan per gold whatever row it came from: row 0 seeds it, so the same gold always gets the same alternates.
     const plan = planGold({ index: 0, answer: gold, prompt: null, info: {} }, type, this.options.choices, this.options.seed);
     const probes = calibrationProbes(gold, plan.context.wrong[0]!);
-    const levels = this.options.evaluate(probes.map((probe) => ({ completion: probe.completion, answer: gold, prompt: context.prompt, info: context.info }))).then((results) => computeLevels(probes, results));
+    const levels = this.options
+      .evaluate(probes.map((probe) => ({ completion: probe.completion, answer: gold, prompt: context.prompt, info: context.info })))
+      .then((results) => computeLevels(probes, results));
     levels.catch(() => undefined);
     const entry = { plan, levels };
     this.calibrated += 1;

@@ -138,7 +138,10 @@ function fromEpisode(record: Json, line: number): Omit<Rollout, 'line'> | string
   for (const trace of traces) {
     const nodes = Array.isArray(trace.nodes) ? trace.nodes : [];
     const messages = nodes.map((node) => (isObject(node) ? node.message : undefined)).filter(isObject);
-    const reply = typeof trace.root_reply === 'string' ? trace.root_reply : assistantText(messages.filter((message) => message.role === 'assistant' || message.role === undefined));
+    const reply =
+      typeof trace.root_reply === 'string'
+        ? trace.root_reply
+        : assistantText(messages.filter((message) => message.role === 'assistant' || message.role === undefined));
     if (reply !== null) completion = reply;
     const rewards = isObject(trace.rewards) ? trace.rewards : {};
     for (const entry of Object.values(rewards)) {
@@ -226,7 +229,9 @@ export async function openRollouts(file: string, fields: FieldMap = DEFAULT_FIEL
     if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
     bytes = info.size;
   } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read results file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { suggestion: SUGGESTION });
+    throw new GatekeptError('FILE_NOT_FOUND', `cannot read results file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
+      suggestion: SUGGESTION,
+    });
   }
   const source: RolloutSource = { file, layout: null, bytes, read: 0, rollouts: undefined as unknown as AsyncGenerator<Rollout> };
   source.rollouts = (async function* () {
@@ -240,16 +245,21 @@ export async function openRollouts(file: string, fields: FieldMap = DEFAULT_FIEL
       try {
         value = JSON.parse(raw);
       } catch (error) {
-        throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} is not valid JSON (${(error as Error).message})`, { suggestion: SUGGESTION });
+        throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} is not valid JSON (${(error as Error).message})`, {
+          suggestion: SUGGESTION,
+        });
       }
       if (!isObject(value)) throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} is not a JSON object`, { suggestion: SUGGESTION });
       const here = layoutOf(value, fields);
       source.layout ??= here;
       if (here !== source.layout) {
-        throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} is in the ${here} layout, earlier lines in the ${source.layout} layout`, { suggestion: SUGGESTION });
+        throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} is in the ${here} layout, earlier lines in the ${source.layout} layout`, {
+          suggestion: SUGGESTION,
+        });
       }
       const read = here === 'verifiers-v1' ? fromEpisode(value, line) : here === 'verifiers-v0' ? fromResult(value, line) : fromPlain(value, line, fields);
-      if (typeof read === 'string') throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} cannot be scanned: ${read}`, { suggestion: SUGGESTION });
+      if (typeof read === 'string')
+        throw new GatekeptError('BAD_DATASET', `results file ${file}: line ${line} cannot be scanned: ${read}`, { suggestion: SUGGESTION });
       yield { line, ...read };
     }
   })();

@@ -23,7 +23,9 @@ function piecesHtml(pieces: readonly TextPiece[]): string {
 }
 
 function completionHtml(text: string): string {
-  const lines = fold(text, { maxChars: 1500 }).map((line) => (line.omitted ? `<span class="omitted">${esc(omissionNote(line.omitted))}</span>` : piecesHtml(line.pieces)));
+  const lines = fold(text, { maxChars: 1500 }).map((line) =>
+    line.omitted ? `<span class="omitted">${esc(omissionNote(line.omitted))}</span>` : piecesHtml(line.pieces),
+  );
   return `<pre class="completion">${lines.join('\n')}</pre>`;
 }
 
@@ -51,7 +53,9 @@ export function rateChartSvg(record: ScanRecord): string {
     const label = `${axis === 'step' ? 'steps' : 'rollouts'} ${bucket.from}–${bucket.to}: ${bucket.exploits} of ${bucket.rollouts} (${percent(bucket.rate)})`;
     return `<rect x="${x.toFixed(1)}" y="${y(bucket.rate).toFixed(1)}" width="${(slot * 0.8).toFixed(1)}" height="${(PAD.top + plotH - y(bucket.rate)).toFixed(1)}" fill="${bucket.rate >= record.exploit_rate.bound ? '#b42318' : '#475467'}"><title>${esc(label)}</title></rect>`;
   });
-  const ticks = [0, top / 2, top].map((rate) => `<text x="${PAD.left - 6}" y="${(y(rate) + 4).toFixed(1)}" text-anchor="end" font-size="11" fill="#667085">${percent(rate)}</text>`);
+  const ticks = [0, top / 2, top].map(
+    (rate) => `<text x="${PAD.left - 6}" y="${(y(rate) + 4).toFixed(1)}" text-anchor="end" font-size="11" fill="#667085">${percent(rate)}</text>`,
+  );
   const first = buckets[0]!;
   const last = buckets.at(-1)!;
   const bound = y(Math.min(record.exploit_rate.bound, top));
@@ -94,8 +98,13 @@ export function renderScanHtml(record: ScanRecord): string {
   );
   sections.push(`<section><h2>Exploit rate along the ${record.along.axis === 'step' ? 'training steps' : 'file'}</h2>${rateChartSvg(record)}</section>`);
   if (record.shapes.length > 0) {
-    const rows = record.shapes.map((shape) => `<tr><td><code>${shape.shape}</code></td><td class="num">${shape.rollouts}</td><td class="num">${shape.exploits}</td><td class="num">${shape.false_accepts}</td><td class="num">${percent(shape.rate)}</td></tr>`);
-    sections.push(`<section><h2>By shape</h2><table><thead><tr><th>shape</th><th class="num">rollouts</th><th class="num">exploits</th><th class="num">false accepts</th><th class="num">rate</th></tr></thead><tbody>${rows.join('')}</tbody></table></section>`);
+    const rows = record.shapes.map(
+      (shape) =>
+        `<tr><td><code>${shape.shape}</code></td><td class="num">${shape.rollouts}</td><td class="num">${shape.exploits}</td><td class="num">${shape.false_accepts}</td><td class="num">${percent(shape.rate)}</td></tr>`,
+    );
+    sections.push(
+      `<section><h2>By shape</h2><table><thead><tr><th>shape</th><th class="num">rollouts</th><th class="num">exploits</th><th class="num">false accepts</th><th class="num">rate</th></tr></thead><tbody>${rows.join('')}</tbody></table></section>`,
+    );
   }
   for (const kind of SHOWN_KINDS) {
     const examples = record.top[kind];
@@ -107,7 +116,9 @@ export function renderScanHtml(record: ScanRecord): string {
     });
     sections.push(`<section><h2>${esc(KIND_TEXT[kind])}</h2>${items.join('')}</section>`);
   }
-  sections.push(`<section><p class="small">${esc(record.statement)}</p><p class="small muted">${esc(record.tool.name)} ${esc(record.tool.version)} · seed ${record.policy.seed}</p></section>`);
+  sections.push(
+    `<section><p class="small">${esc(record.statement)}</p><p class="small muted">${esc(record.tool.name)} ${esc(record.tool.version)} · seed ${record.policy.seed}</p></section>`,
+  );
   return [
     '<!DOCTYPE html>',
     '<html lang="en">',

@@ -83,7 +83,8 @@ export function decideScan(exploitRate: HackRate, bound: number, broken: readonl
   for (const gold of broken.slice(0, BROKEN_SHOWN)) {
     reasons.push({ code: 'VERIFIER_BROKEN', message: describeBroken(0, gold.answer, gold.reason, undefined).message });
   }
-  if (broken.length > BROKEN_SHOWN) reasons.push({ code: 'VERIFIER_BROKEN', message: `and ${broken.length - BROKEN_SHOWN} more golds the verifier could not be calibrated on` });
+  if (broken.length > BROKEN_SHOWN)
+    reasons.push({ code: 'VERIFIER_BROKEN', message: `and ${broken.length - BROKEN_SHOWN} more golds the verifier could not be calibrated on` });
   return reasons;
 }
 

@@ -37,7 +37,12 @@ function countsLine(record: ScanRecord): string {
 function exampleLine(example: ScanExample, limit: number): string {
   const where = `line ${example.line}${example.id !== `line ${example.line}` ? ` (${example.id})` : ''}${example.step !== null ? ` step ${example.step}` : ''}`;
   const paid = example.rewarded_under.length > 1 ? ` paid under ${example.rewarded_under.map((gold) => JSON.stringify(gold)).join(', ')}` : '';
-  const rewards = example.error !== null ? ` ${example.error};` : example.kind === 'exploit' || example.recorded === null ? '' : ` recorded ${example.recorded}, now ${example.reward ?? 'no reward'}`;
+  const rewards =
+    example.error !== null
+      ? ` ${example.error};`
+      : example.kind === 'exploit' || example.recorded === null
+        ? ''
+        : ` recorded ${example.recorded}, now ${example.reward ?? 'no reward'}`;
   return `${where} [${example.shape}] gold ${JSON.stringify(example.answer)}:${paid}${rewards} ${`"${showShort(example.completion, limit)}"`}`;
 }
 
@@ -46,14 +51,20 @@ function alongLines(record: ScanRecord): string[] {
   const { axis, buckets } = record.along;
   if (buckets.length < 2) return [];
   const name = axis === 'step' ? 'step' : 'rollout';
-  return [`exploit rate along the ${axis === 'step' ? 'training steps' : 'file'}:`, ...buckets.map((bucket) => `  ${name} ${bucket.from}${bucket.to !== bucket.from ? `-${bucket.to}` : ''}: ${percent(bucket.rate)} of ${bucket.rollouts}`)];
+  return [
+    `exploit rate along the ${axis === 'step' ? 'training steps' : 'file'}:`,
+    ...buckets.map((bucket) => `  ${name} ${bucket.from}${bucket.to !== bucket.from ? `-${bucket.to}` : ''}: ${percent(bucket.rate)} of ${bucket.rollouts}`),
+  ];
 }
 
 export function formatScanSummary(record: ScanRecord): string {
   const lines = [`gatekept scan: ${record.decision}`, `  ${countsLine(record)}`, `  ${rateLine(record)}`];
   if (record.shapes.length > 0) {
     lines.push('', '  shape                   rollouts  exploits  false accepts');
-    for (const shape of record.shapes) lines.push(`  ${shape.shape.padEnd(22)} ${String(shape.rollouts).padStart(9)} ${String(shape.exploits).padStart(9)} ${String(shape.false_accepts).padStart(14)}`);
+    for (const shape of record.shapes)
+      lines.push(
+        `  ${shape.shape.padEnd(22)} ${String(shape.rollouts).padStart(9)} ${String(shape.exploits).padStart(9)} ${String(shape.false_accepts).padStart(14)}`,
+      );
   }
   for (const kind of SHOWN_KINDS) {
     const examples = record.top[kind];
@@ -95,8 +106,15 @@ export function renderScanMarkdown(record: ScanRecord): string {
   }
   const { buckets, axis } = record.along;
   if (buckets.length > 1) {
-    out.push('', `## Along the ${axis === 'step' ? 'training steps' : 'file'}`, '', `| ${axis === 'step' ? 'steps' : 'rollouts'} | judged | exploits | rate |`, '|---|---:|---:|---:|');
-    for (const bucket of buckets) out.push(`| ${bucket.from}${bucket.to !== bucket.from ? `–${bucket.to}` : ''} | ${bucket.rollouts} | ${bucket.exploits} | ${percent(bucket.rate)} |`);
+    out.push(
+      '',
+      `## Along the ${axis === 'step' ? 'training steps' : 'file'}`,
+      '',
+      `| ${axis === 'step' ? 'steps' : 'rollouts'} | judged | exploits | rate |`,
+      '|---|---:|---:|---:|',
+    );
+    for (const bucket of buckets)
+      out.push(`| ${bucket.from}${bucket.to !== bucket.from ? `–${bucket.to}` : ''} | ${bucket.rollouts} | ${bucket.exploits} | ${percent(bucket.rate)} |`);
   }
   for (const kind of SHOWN_KINDS) {
     const examples = record.top[kind];
@@ -118,7 +136,15 @@ export function renderScanMarkdown(record: ScanRecord): string {
       );
     }
   }
-  out.push('', '---', '', record.statement, '', `${record.tool.name} ${record.tool.version}, seed ${record.policy.seed}, ${record.policy.bootstrap_resamples} bootstrap resamples.`, '');
+  out.push(
+    '',
+    '---',
+    '',
+    record.statement,
+    '',
+    `${record.tool.name} ${record.tool.version}, seed ${record.policy.seed}, ${record.policy.bootstrap_resamples} bootstrap resamples.`,
+    '',
+  );
   return out.join('\n');
 }
 

@@ -98,7 +98,18 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
   // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
   const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
-  const scoring = spec === null ? null : await openEnvScoring({ spec, python, pythonpath, importMs: policy.timeouts.importMs, memoryMb: policy.limits.memoryMb, ...(options.sandbox ? { sandbox: options.sandbox } : {}), ...(options.envRows ? { rows: options.envRows } : {}) });
+  const scoring =
+    spec === null
+      ? null
+      : await openEnvScoring({
+          spec,
+          python,
+          pythonpath,
+          importMs: policy.timeouts.importMs,
+          memoryMb: policy.limits.memoryMb,
+          ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+          ...(options.envRows ? { rows: options.envRows } : {}),
+        });
   const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
   const pool = WorkerPool.start({
     python,
@@ -145,7 +156,12 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     for await (const read of source.rollouts) {
       const rollout = scoring ? scoring.place(read) : read;
       if (rollout === null) {
-        tally.add(read, { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] }, null, `no row of environment ${options.env} has its prompt and answer`);
+        tally.add(
+          read,
+          { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] },
+          null,
+          `no row of environment ${options.env} has its prompt and answer`,
+        );
         continue;
       }
       chunk.push(rollout);
@@ -154,7 +170,9 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     if (chunk.length > 0) await flush();
     while (running.length > 0) commit(await running.shift()!);
     if (tally.rollouts === 0) {
-      throw new GatekeptError('BAD_DATASET', `results file ${options.results} holds no rollouts`, { suggestion: 'give the JSONL of a run that produced rollouts' });
+      throw new GatekeptError('BAD_DATASET', `results file ${options.results} holds no rollouts`, {
+        suggestion: 'give the JSONL of a run that produced rollouts',
+      });
     }
     const record = buildScanRecord({
       file: options.results,
@@ -211,11 +229,21 @@ async function judgeChunk(
     if (!pass) {
       // A few golds name the fault; the count of failed rollouts is in the tally.
       if (!broken.has(rollout.answer) && broken.size < 100) broken.set(rollout.answer, level.broken);
-      return { rollout, judged: uncalibrated(scans[index]!), reward, error: `its gold ${JSON.stringify(rollout.answer)} could not be calibrated (${level.broken!.kind})` };
+      return {
+        rollout,
+        judged: uncalibrated(scans[index]!),
+        reward,
+        error: `its gold ${JSON.stringify(rollout.answer)} could not be calibrated (${level.broken!.kind})`,
+      };
     }
     const outcomes = pass.alternates.map((answer, k) => ({ answer, result: alternates[offset + k]! }));
     offset += pass.alternates.length;
     const judged = judgeRollout(scans[index]!, pass, result, level, entries[index]!.plan, outcomes);
-    return { rollout, judged, reward, error: judged.kind === 'error' ? (failure(result) ?? failure(outcomes.find(({ result: r }) => r.status !== 'ok')?.result ?? result)) : null };
+    return {
+      rollout,
+      judged,
+      reward,
+      error: judged.kind === 'error' ? (failure(result) ?? failure(outcomes.find(({ result: r }) => r.status !== 'ok')?.result ?? result)) : null,
+    };
   });
 }

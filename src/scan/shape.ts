@@ -123,7 +123,11 @@ const DIGIT_ZEROS = [0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xb
 
 /** A value as a reader of that type compares it: markup, wrapping punctuation and a final period aside. */
 function bareValue(value: string, type: AnswerType): string {
-  let text = value.trim().replace(/^\$+|\$+$/g, '').replace(/^\*\*|\*\*$/g, '').trim();
+  let text = value
+    .trim()
+    .replace(/^\$+|\$+$/g, '')
+    .replace(/^\*\*|\*\*$/g, '')
+    .trim();
   text = text.replace(/[.!]+$/, '').trim();
   if (type === 'choice') text = text.replace(/^\(([^()]+)\)$/, '$1').trim();
   if (type === 'numeric') text = text.replace(/^[a-z]\s*=\s*/i, '');
@@ -234,7 +238,10 @@ export function shapeOf(text: string, gold: string, type: AnswerType, choices: r
   if (distinctSlots.length >= 4 || listLike) return 'answer-dump';
   const reasoning = [...text.matchAll(THINK_BLOCK)].map((match) => match[0]).join(' ');
   const own = commitment(text, gold, type, choices);
-  if (reasoning !== '' && answerSlots(reasoning).some((slot) => slot.value !== '' && own.value !== null && !sameValue(foldText(slot.value), foldText(own.value), type))) {
+  if (
+    reasoning !== '' &&
+    answerSlots(reasoning).some((slot) => slot.value !== '' && own.value !== null && !sameValue(foldText(slot.value), foldText(own.value), type))
+  ) {
     return 'think-leakage';
   }
   if (distinctSlots.length >= 2) return 'hedge';

@@ -46,10 +46,9 @@ export interface ShapeCount {
 export class ScanTally {
   readonly counts: Record<RolloutKind, number> = Object.fromEntries(ROLLOUT_KINDS.map((kind) => [kind, 0])) as Record<RolloutKind, number>;
   private readonly shapes = new Map<Shape, Omit<ShapeCount, 'shape' | 'rate'>>();
-  readonly top: Record<RolloutKind | 'mismatch', ScanExample[]> = Object.fromEntries([...ROLLOUT_KINDS, 'mismatch'].map((kind) => [kind, []])) as unknown as Record<
-    RolloutKind | 'mismatch',
-    ScanExample[]
-  >;
+  readonly top: Record<RolloutKind | 'mismatch', ScanExample[]> = Object.fromEntries(
+    [...ROLLOUT_KINDS, 'mismatch'].map((kind) => [kind, []]),
+  ) as unknown as Record<RolloutKind | 'mismatch', ScanExample[]>;
   readonly along = new RateAlong();
   rollouts = 0;
   mismatches = 0;

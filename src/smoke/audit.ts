@@ -117,7 +117,14 @@ export async function probesOf(audit: Audit, pkg: PackageInfo, file: string): Pr
   for (const finding of audit.findings) {
     if (finding.alternate_gold || finding.reward === null || !wholeCompletion(finding) || seen.has(finding.attack_id)) continue;
     seen.add(finding.attack_id);
-    probes.push({ kind: 'attack', row: finding.row, completion: finding.completion, expected: finding.reward, attackId: finding.attack_id, severity: finding.severity });
+    probes.push({
+      kind: 'attack',
+      row: finding.row,
+      completion: finding.completion,
+      expected: finding.reward,
+      attackId: finding.attack_id,
+      severity: finding.severity,
+    });
     if (seen.size === ATTACK_FALLBACK) break;
   }
   if (probes.length === 0) {
@@ -142,7 +149,9 @@ export async function checkAgainstAudit(audit: Audit, pkg: PackageInfo, rows: re
         : `rows ${badRows.join(', ')} of ${DATA_FILE_NAME} do not hold the audited gold (row ${badRows[0]}: ${brief(rows[badRows[0]!]?.answer ?? 'missing')}, audited ${brief(golds.get(badRows[0]!))})`,
   });
   if (audit.package?.verifier_sha256) {
-    const actual = createHash('sha256').update(await readFile(pkg.verifierFile)).digest('hex');
+    const actual = createHash('sha256')
+      .update(await readFile(pkg.verifierFile))
+      .digest('hex');
     const same = actual === audit.package.verifier_sha256;
     checks.push({
       name: 'verifier',

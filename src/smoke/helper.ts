@@ -168,7 +168,9 @@ function missingPackage(event: SmokeEvent, python: string, target: SmokeTarget):
   return new GatekeptError(
     'PYTHON_PACKAGE_MISSING',
     `'${python}' (Python ${String(event.version)}) cannot ${what}: it lacks the Python package${named.length === 1 ? '' : 's'} ${named.join(', ')}`,
-    { suggestion: `pip install ${install.join(' ')} into that interpreter (\`${python} -m pip install ${install.join(' ')}\`), or pass --python with one that has it` },
+    {
+      suggestion: `pip install ${install.join(' ')} into that interpreter (\`${python} -m pip install ${install.join(' ')}\`), or pass --python with one that has it`,
+    },
   );
 }
 

@@ -65,16 +65,20 @@ export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
 
     // 2. Schema and metadata.
     const schema = await fetchJson(`${base}/schema`, deadline);
-    const schemaBody = 'error' in schema ? null : (schema.body as { action?: { properties?: Record<string, unknown> }; observation?: { properties?: Record<string, unknown> } } | null);
+    const schemaBody =
+      'error' in schema
+        ? null
+        : (schema.body as { action?: { properties?: Record<string, unknown> }; observation?: { properties?: Record<string, unknown> } } | null);
     const actionFields = Object.keys(schemaBody?.action?.properties ?? {});
     const observationFields = Object.keys(schemaBody?.observation?.properties ?? {});
     const schemaOk = actionFields.includes('answer') && observationFields.length > 0 && !observationFields.some((field) => GOLD_KEYS.has(field));
     checks.push({
       name: 'schema',
       ok: schemaOk,
-      detail: 'error' in schema
-        ? `GET /schema failed: ${schema.error}`
-        : `action fields: ${actionFields.join(', ') || 'none'}; observation fields: ${observationFields.join(', ') || 'none'}`,
+      detail:
+        'error' in schema
+          ? `GET /schema failed: ${schema.error}`
+          : `action fields: ${actionFields.join(', ') || 'none'}; observation fields: ${observationFields.join(', ') || 'none'}`,
     });
     const metadata = await fetchJson(`${base}/metadata`, deadline);
     const name = 'error' in metadata ? undefined : (metadata.body as { name?: unknown } | null)?.name;
@@ -107,7 +111,9 @@ export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
     }
     if (played?.event !== 'played') {
       const failure = helperFailure(player, played, python, 'openenv', 'playing the episodes failed');
-      throw failure.code === 'ENV_START_FAILED' ? new GatekeptError('HARNESS_FAILED', failure.message, { details: [...failure.details, ...server.stderrTail()] }) : failure;
+      throw failure.code === 'ENV_START_FAILED'
+        ? new GatekeptError('HARNESS_FAILED', failure.message, { details: [...failure.details, ...server.stderrTail()] })
+        : failure;
     }
     const results = (played.results as EpisodeWire[] | undefined) ?? [];
     const observed = probes.map((probe, index) => judgeEpisode(probe, results[index], rows));
@@ -131,7 +137,8 @@ function judgeEpisode(probe: Probe, wire: EpisodeWire | undefined, rows: readonl
   if (wire.reset?.type === 'observation') {
     if (wire.reset.row_index !== probe.row) problems.push(`reset(index=${probe.row}) served row ${brief(wire.reset.row_index)}`);
     const question = rows[probe.row]?.question;
-    if (question !== undefined && wire.reset.question !== question) problems.push(`reset served the question ${brief(wire.reset.question)}, not row ${probe.row}'s`);
+    if (question !== undefined && wire.reset.question !== question)
+      problems.push(`reset served the question ${brief(wire.reset.question)}, not row ${probe.row}'s`);
     if (wire.reset.done !== false) problems.push('the episode was over right after reset');
     const leaked = wire.reset.keys.filter((key) => GOLD_KEYS.has(key));
     if (leaked.length > 0) problems.push(`the observation carries ${leaked.join(', ')}`);

@@ -69,9 +69,18 @@ export function formatSmokeReport(report: SmokeReport): string {
     episode.severity ?? '-',
   ]);
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((row) => row[column]!.length)));
-  lines.push(header.map((title, column) => pad(title, widths[column]!)).join('  ').trimEnd());
+  lines.push(
+    header
+      .map((title, column) => pad(title, widths[column]!))
+      .join('  ')
+      .trimEnd(),
+  );
   report.episodes.forEach((episode, index) => {
-    lines.push(body[index]!.map((cell, column) => pad(cell, widths[column]!)).join('  ').trimEnd());
+    lines.push(
+      body[index]!.map((cell, column) => pad(cell, widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    );
     for (const problem of episode.problems) lines.push(`    ${problem}`);
   });
   if (report.episodes.some((episode) => episode.kind === 'attack')) {
@@ -79,7 +88,7 @@ export function formatSmokeReport(report: SmokeReport): string {
     lines.push(
       '',
       'attack episodes replay the most severe attacks the gate tried; ok means the package scored each exactly as the gate did.',
-      'The severity is the attack\'s, not a finding: an attack the gate did not count as a hack is rewarded at most at the honest',
+      "The severity is the attack's, not a finding: an attack the gate did not count as a hack is rewarded at most at the honest",
       'level (reward-overflow repeats the correct answer, so the honest reward is expected; only more would be a hack).',
     );
   }

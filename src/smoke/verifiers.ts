@@ -34,7 +34,10 @@ export async function runVerifiers(context: RunContext): Promise<Observed[]> {
     throw new GatekeptError('HARNESS_FAILED', `loading and scoring did not finish within --timeout-s ${deadline.seconds}`, { details: loader.stderrTail() });
   }
   if (scored?.event === 'load_failed') {
-    const traceback = String(scored.traceback ?? '').split('\n').filter(Boolean).slice(-LOG_TAIL_LINES);
+    const traceback = String(scored.traceback ?? '')
+      .split('\n')
+      .filter(Boolean)
+      .slice(-LOG_TAIL_LINES);
     throw new GatekeptError('ENV_START_FAILED', `loading the environment failed: ${String(scored.message)}`, { details: traceback });
   }
   if (scored?.event !== 'scored') throw helperFailure(loader, scored, python, 'verifiers', 'loading the environment failed');

@@ -86,7 +86,11 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
     normalized.forEach((_text, row) => {
       const grams = withoutBoilerplate(allGrams[row]!, template);
       if (!exactRows.has(row) && grams.size > 0) {
-        const match = index.matches(grams, NEAR_DUPLICATE, (id) => normalized[id] === '' || (rows[id]!.prompt ?? '').trim() === (rows[row]!.prompt ?? '').trim())[0];
+        const match = index.matches(
+          grams,
+          NEAR_DUPLICATE,
+          (id) => normalized[id] === '' || (rows[id]!.prompt ?? '').trim() === (rows[row]!.prompt ?? '').trim(),
+        )[0];
         if (match) near.push({ row, other: match.id, overlap: match.overlap });
       }
       index.add(exactRows.has(row) ? new Set() : grams);
@@ -95,10 +99,16 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
     nearSkipped = true;
   }
 
-  const empty = answers.map((answer, row) => ({ answer, row })).filter((entry) => entry.answer === '').map((entry) => entry.row);
+  const empty = answers
+    .map((answer, row) => ({ answer, row }))
+    .filter((entry) => entry.answer === '')
+    .map((entry) => entry.row);
   const unparseable = answers
     .map((answer, row) => ({ answer, row }))
-    .filter(({ answer }) => answer !== '' && ((type === 'numeric' && !isNumeric(answer)) || (type === 'boolean' && detectAnswerType(answer, undefined) !== 'boolean')));
+    .filter(
+      ({ answer }) =>
+        answer !== '' && ((type === 'numeric' && !isNumeric(answer)) || (type === 'boolean' && detectAnswerType(answer, undefined) !== 'boolean')),
+    );
   const leaks = rows
     .map((row, index) => ({ row: index, prompt: row.prompt ?? '', answer: answers[index]! }))
     .filter((entry) => entry.answer !== '' && promptLeaksAnswer(entry.prompt, entry.answer));
@@ -122,7 +132,10 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
   if (near.length > 0) problems.push(`${near.length} near-duplicate prompt${near.length === 1 ? '' : 's'}`);
   if (unparseable.length > 0) problems.push(`${unparseable.length} answer${unparseable.length === 1 ? '' : 's'} not ${type}`);
   if (skew) problems.push(`label ${JSON.stringify(skew.label)} is ${Math.round(skew.share * 100)}% of answers`);
-  if (leaks.length > 0) (share(leaks.length) >= FAIL_SHARE ? failures : problems).push(`${leaks.length} prompt${leaks.length === 1 ? '' : 's'} state${leaks.length === 1 ? 's' : ''} the answer`);
+  if (leaks.length > 0)
+    (share(leaks.length) >= FAIL_SHARE ? failures : problems).push(
+      `${leaks.length} prompt${leaks.length === 1 ? '' : 's'} state${leaks.length === 1 ? 's' : ''} the answer`,
+    );
   if (total === 0) failures.push('no rows');
 
   const score = clampScore(10 - 3 * failures.length - 1.5 * problems.length);
@@ -132,7 +145,8 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
     name: 'dataset_health',
     status,
     score,
-    justification: listed.length === 0 ? `${total} rows: no duplicates, every answer parses as ${type}, no skew, no leaked answers` : `${total} rows: ${listed.join('; ')}`,
+    justification:
+      listed.length === 0 ? `${total} rows: no duplicates, every answer parses as ${type}, no skew, no leaked answers` : `${total} rows: ${listed.join('; ')}`,
     evidence: {
       rows: total,
       answer_type: type,

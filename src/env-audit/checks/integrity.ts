@@ -7,9 +7,10 @@ import { clampScore, LOAD_TIMEOUT_STAGE, notRun, statusFor, type CheckResult } f
  * with a finite weight. A pure function of what the loader reported.
  */
 /** What `datasets` and `huggingface_hub` say when offline mode stops a download. */
-const HUB_OFFLINE = /OfflineModeIsEnabled|Couldn't reach '[^']*' on the Hub|couldn't be found on the Hugging Face Hub|is not cached|Couldn't find cache for|HF_HUB_OFFLINE|LocalEntryNotFoundError/;
+const HUB_OFFLINE =
+  /OfflineModeIsEnabled|Couldn't reach '[^']*' on the Hub|couldn't be found on the Hugging Face Hub|is not cached|Couldn't find cache for|HF_HUB_OFFLINE|LocalEntryNotFoundError/;
 const HUB_HINT =
-  " (it loads a Hugging Face dataset, and the audit is offline: load it once with `datasets` so it is in your cache, point --hf-cache at that cache, or give a local copy with --local-dataset NAME=FILE)";
+  ' (it loads a Hugging Face dataset, and the audit is offline: load it once with `datasets` so it is in your cache, point --hf-cache at that cache, or give a local copy with --local-dataset NAME=FILE)';
 
 export function checkIntegrity(inspected: InspectedEnv): CheckResult {
   if (!inspected.ok && inspected.stage === LOAD_TIMEOUT_STAGE) {
@@ -52,7 +53,10 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
   const group = rewards.filter((reward) => reward.group).map((reward) => reward.name);
   if (group.length > 0) warnings.push(`group-level rewards are not audited: ${group.join(', ')}`);
   const score = failures.length > 0 ? clampScore(4 - 2 * (failures.length - 1)) : clampScore(10 - 1.5 * warnings.length);
-  const kindText = inspected.kind === 'verifiers-v1' ? `verifiers ${inspected.library_version ?? '?'} Taskset` : `classic verifiers ${inspected.library_version ?? '?'} environment`;
+  const kindText =
+    inspected.kind === 'verifiers-v1'
+      ? `verifiers ${inspected.library_version ?? '?'} Taskset`
+      : `classic verifiers ${inspected.library_version ?? '?'} environment`;
   const justification =
     failures.length > 0
       ? `loads, but ${failures.join('; ')}`

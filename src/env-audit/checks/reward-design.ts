@@ -48,7 +48,9 @@ export const FORMAT_SHARE_WARN = 0.25;
 type Audited = { name: string; weight: number; audit: AuditRecord };
 
 function audited(rewards: readonly EnvRewardEntry[]): Audited[] {
-  return rewards.flatMap((reward) => (reward.status === 'AUDITED' && reward.audit !== null && reward.weight !== null ? [{ name: reward.name, weight: reward.weight, audit: reward.audit }] : []));
+  return rewards.flatMap((reward) =>
+    reward.status === 'AUDITED' && reward.audit !== null && reward.weight !== null ? [{ name: reward.name, weight: reward.weight, audit: reward.audit }] : [],
+  );
 }
 
 /** Format-only rewards that carry FORMAT_SHARE_WARN of the weights or more, with their share. */
@@ -94,12 +96,16 @@ export function checkRewardDesign(
   // their own: the layout is undeclared, which says nothing of gameability.
   if (total.decision === 'REJECT' && tags.length > 0 && total.reasons.every((reason) => reason.code === 'NO_FORMAT_ACCEPTS_GOLD')) {
     const formats = tags.map((tag) => `--format '<${tag}>{}</${tag}>'`).join(' or ');
-    return notRun('reward_design', `could not audit: the reward pays the gold in no built-in layout, and the instructions ask for <${tags[0]}>; declare the layout with ${formats}`, {
-      audited: false,
-      reason: 'NO_FORMAT_ACCEPTS_GOLD',
-      prompted_tags: [...tags],
-      suggested_formats: tags.map((tag) => `<${tag}>{}</${tag}>`),
-    });
+    return notRun(
+      'reward_design',
+      `could not audit: the reward pays the gold in no built-in layout, and the instructions ask for <${tags[0]}>; declare the layout with ${formats}`,
+      {
+        audited: false,
+        reason: 'NO_FORMAT_ACCEPTS_GOLD',
+        prompted_tags: [...tags],
+        suggested_formats: tags.map((tag) => `<${tag}>{}</${tag}>`),
+      },
+    );
   }
   const rewards = audited(entries);
   const left = unauditedShare(entries);

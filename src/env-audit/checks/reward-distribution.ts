@@ -52,11 +52,15 @@ export function checkRewardDistribution(
   if (zeroShare >= MAX_ZERO_SHARE && distinct > 1) warnings.push(`${(zeroShare * 100).toFixed(0)}% of rewards are 0`);
   if (malformedShare >= MAX_MALFORMED_SHARE) warnings.push(`${(malformedShare * 100).toFixed(0)}% of completions are malformed`);
   if (envKind !== null && envKind !== results.layout) {
-    warnings.push(`the file holds ${LAYOUT_TEXT[results.layout] ?? results.layout} and the environment is ${KIND_TEXT[envKind] ?? envKind} one: check that it is this environment's run`);
+    warnings.push(
+      `the file holds ${LAYOUT_TEXT[results.layout] ?? results.layout} and the environment is ${KIND_TEXT[envKind] ?? envKind} one: check that it is this environment's run`,
+    );
   }
   // Rewards a policy earns whatever the answer is make the distribution's mean a measure of the hack, not of skill.
   if (scanned !== null && typeof scanned !== 'string' && scanned.exploits > 0) {
-    warnings.push(`${scanned.exploits} of ${scanned.judged} rollouts are exploits (rate ${scanned.point}, upper bound ${scanned.hi}${scanned.rejected ? ` not below ${scanned.bound}` : ''}; first at line ${scanned.lines.join(', ')}): see gatekept scan`);
+    warnings.push(
+      `${scanned.exploits} of ${scanned.judged} rollouts are exploits (rate ${scanned.point}, upper bound ${scanned.hi}${scanned.rejected ? ` not below ${scanned.bound}` : ''}; first at line ${scanned.lines.join(', ')}): see gatekept scan`,
+    );
   }
   const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
   const round = (value: number) => Math.round(value * 10000) / 10000;
@@ -86,7 +90,16 @@ export function checkRewardDistribution(
         ? {}
         : typeof scanned === 'string'
           ? { exploit_scan: { skipped: scanned } }
-          : { exploit_scan: { judged: scanned.judged, exploits: scanned.exploits, rate: scanned.point, ci_hi: scanned.hi, bound: scanned.bound, lines: scanned.lines } }),
+          : {
+              exploit_scan: {
+                judged: scanned.judged,
+                exploits: scanned.exploits,
+                rate: scanned.point,
+                ci_hi: scanned.hi,
+                bound: scanned.bound,
+                lines: scanned.lines,
+              },
+            }),
     },
   };
 }

@@ -35,12 +35,19 @@ export const TARGET_RENDERERS: Readonly<Record<EmitTarget, (spec: EnvironmentSpe
  */
 export function parseTargets(entries: readonly string[] | undefined): EmitTarget[] {
   if (entries === undefined) return [...DEFAULT_EMIT_TARGETS];
-  const names = entries.flatMap((entry) => entry.split(',')).map((name) => name.trim()).filter((name) => name !== '');
+  const names = entries
+    .flatMap((entry) => entry.split(','))
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
   const unknown = names.filter((name) => name !== 'all' && !(EMIT_TARGETS as readonly string[]).includes(name));
   if (unknown.length > 0 || names.length === 0) {
-    throw new GatekeptError('BAD_ARGUMENT', names.length === 0 ? 'no target named' : `unknown target ${unknown.map((name) => JSON.stringify(name)).join(', ')}`, {
-      suggestion: `name one or more of ${EMIT_TARGETS.join(', ')} (or all), e.g. --target verifiers-v1,openenv`,
-    });
+    throw new GatekeptError(
+      'BAD_ARGUMENT',
+      names.length === 0 ? 'no target named' : `unknown target ${unknown.map((name) => JSON.stringify(name)).join(', ')}`,
+      {
+        suggestion: `name one or more of ${EMIT_TARGETS.join(', ')} (or all), e.g. --target verifiers-v1,openenv`,
+      },
+    );
   }
   const wanted = new Set(names.includes('all') ? EMIT_TARGETS : names);
   return EMIT_TARGETS.filter((target) => wanted.has(target));

@@ -52,31 +52,40 @@ export function renderVerifiersV1Package(spec: EnvironmentSpec): PackageFiles {
   const names = tasksetNames(spec.envId);
   const { module } = names;
   return new Map<string, string>([
-    ['pyproject.toml', renderTemplate('verifiers-v1/pyproject.toml.tmpl', {
-      env_id: tomlString(spec.envId),
-      version: tomlString(PACKAGE_VERSION),
-      description: tomlString(spec.description),
-      answer_format: tomlString(spec.answerFormat),
-      verifiers_requirement: tomlString(VERIFIERS_V1_REQUIREMENT),
-      module,
-    })],
+    [
+      'pyproject.toml',
+      renderTemplate('verifiers-v1/pyproject.toml.tmpl', {
+        env_id: tomlString(spec.envId),
+        version: tomlString(PACKAGE_VERSION),
+        description: tomlString(spec.description),
+        answer_format: tomlString(spec.answerFormat),
+        verifiers_requirement: tomlString(VERIFIERS_V1_REQUIREMENT),
+        module,
+      }),
+    ],
     ['README.md', renderReadme(spec, names)],
-    [`${module}/__init__.py`, renderTemplate('verifiers-v1/__init__.py.tmpl', {
-      description: pyString(spec.description),
-      taskset_class: names.taskset,
-    })],
-    [`${module}/taskset.py`, renderTemplate('verifiers-v1/taskset.py.tmpl', {
-      env_id: spec.envId,
-      env_id_literal: pyString(spec.envId),
-      system_prompt: pyString(spec.systemPrompt),
-      answer_format: pyString(spec.answerFormat),
-      completion_format: pyString(spec.completionFormat),
-      verifier_name: pyString(spec.verifierFunction),
-      data_class: names.data,
-      task_class: names.task,
-      config_class: names.config,
-      taskset_class: names.taskset,
-    })],
+    [
+      `${module}/__init__.py`,
+      renderTemplate('verifiers-v1/__init__.py.tmpl', {
+        description: pyString(spec.description),
+        taskset_class: names.taskset,
+      }),
+    ],
+    [
+      `${module}/taskset.py`,
+      renderTemplate('verifiers-v1/taskset.py.tmpl', {
+        env_id: spec.envId,
+        env_id_literal: pyString(spec.envId),
+        system_prompt: pyString(spec.systemPrompt),
+        answer_format: pyString(spec.answerFormat),
+        completion_format: pyString(spec.completionFormat),
+        verifier_name: pyString(spec.verifierFunction),
+        data_class: names.data,
+        task_class: names.task,
+        config_class: names.config,
+        taskset_class: names.taskset,
+      }),
+    ],
     [`${module}/${VERIFIER_FILE_NAME}`, spec.verifierSource],
     [`${module}/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
     [`${module}/${DATA_FILE_NAME}`, renderRows(spec.rows)],
