@@ -68,15 +68,17 @@ build_target() {
   child=""
   cleanup() {
     # An interrupted pip would otherwise keep writing into the directory being removed.
-    if [[ -n "$child" ]]; then kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
+    # The whole group: ensurepip and pip start children of their own.
+    if [[ -n "$child" ]]; then kill -TERM -- "-$child" 2>/dev/null || kill "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
     rm -rf "$tmp"
   }
   trap cleanup EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  # Runs a step in the background so a signal reaches the trap (and the step) at once.
+  # Runs a step in the background, in a process group of its own, so a
+  # signal reaches the trap at once and the trap can stop all of the step.
   step() {
-    "$@" </dev/null >&2 &
+    setsid "$@" </dev/null >&2 &
     child=$!
     local rc=0
     wait "$child" || rc=$?
@@ -85,7 +87,7 @@ build_target() {
   }
 
   started=$SECONDS
-  log "building $target at $venv with Python $version (this takes a few minutes)"
+  log "building $target at $venv with Python $version (a first build of every target takes about twenty minutes)"
   log "$target installs: $(grep -v '^[[:space:]]*#' "$requirements" | grep -v '^[[:space:]]*$' | tr '\n' ' ')"
   step "$bootstrap" -m venv --prompt "$(basename "$venv")" "$tmp"
   step "$tmp/bin/python" -m pip install --disable-pip-version-check --no-input --quiet -r "$requirements"
@@ -125,6 +127,46 @@ fi
 for target in "$@"; do
   [[ -f "$requirements_dir/$target.txt" ]] ||
     die "unknown target '$target' (known: $(cd "$requirements_dir" && ls -- *.txt | sed 's/\.txt$//' | tr '\n' ' '))"
-  # A subshell per target keeps each build's traps and temporary directory its own.
-  (build_target "$target")
 done
+
+# One target: built here, in the foreground (the linters' tools venv on every npm test).
+if [[ $# -eq 1 ]]; then
+  (build_target "$1")
+  exit 0
+fi
+
+# Several: built side by side, since pip spends most of a build downloading;
+# a subshell per target keeps each build's traps and temporary directory its
+# own. Their interpreters are printed in the order asked once all are built.
+outputs="$(mktemp -d)"
+pids=()
+heartbeat=""
+stop_all() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [[ -n "$heartbeat" ]] && kill "$heartbeat" 2>/dev/null || true
+  rm -rf "$outputs"
+}
+trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+position=0
+for target in "$@"; do
+  (build_target "$target") >"$outputs/$position" &
+  pids+=("$!")
+  position=$((position + 1))
+done
+# A word every minute while a build runs: a first build takes about twenty minutes.
+(
+  started=$SECONDS
+  while sleep 60; do log "still building ($((SECONDS - started))s so far)"; done
+) &
+heartbeat=$!
+failed=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+kill "$heartbeat" 2>/dev/null || true
+heartbeat=""
+((failed == 0)) || die "a virtualenv could not be built (see above)"
+for ((index = 0; index < position; index++)); do cat "$outputs/$index"; done
