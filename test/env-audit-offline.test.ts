@@ -207,7 +207,13 @@ describe("the public environments' shapes", () => {
   it(
     'the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone',
     async () => {
-      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
+      // limits.memory_mb bounds address space, which datasets' multiprocessing
+      // manager (a fork of a worker that imported verifiers, datasets and
+      // pyarrow) nearly fills at the default: a thread it then cannot start
+      // leaves .map() waiting forever. A user meets the same (see
+      // docs/env-audit.md); here the limit is lifted.
+      const policy = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 }, limits: { memory_mb: 0 } });
+      const result = await auditEnv({ policy, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: ROWS, workers: WORKERS, hfCache: hfHome });
       // Its environment starts worker processes twice: datasets'
       // .map(num_proc=), whose multiprocessing manager listens on a unix socket
       // of its own, while loading, and math-verify's process pool while
