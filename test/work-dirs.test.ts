@@ -35,6 +35,10 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   // Killed before it wrote its marker: holds only what ours hold.
   const unmarked = path.join(scratch, `run-${dead}-Unm4rk`);
   await mkdir(path.join(unmarked, 'home'), { recursive: true });
+  // Killed while removing its own directory: the marker went first, the sandbox's scratch files remain.
+  const halfRemoved = path.join(scratch, `run-${dead}-Half01`);
+  await mkdir(path.join(halfRemoved, 'app'), { recursive: true });
+  for (const name of ['empty', 'group', 'passwd', 'init-cmdline', 'seccomp.bpf', 'seccomp-nounix.bpf']) await writeFile(path.join(halfRemoved, name), '');
   const { makeWorkDir, workDirsSwept } = await import('../src/runtime/stale-dirs.js');
   const registry = new Set<string>();
   const dir = await makeWorkDir(registry);
@@ -46,6 +50,7 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   expect((await readdir(dir)).sort()).toEqual(['.gatekept-work-dir', 'home', 'tmp']);
   expect(existsSync(ours)).toBe(false);
   expect(existsSync(unmarked)).toBe(false);
+  expect(existsSync(halfRemoved)).toBe(false);
   expect(existsSync(theirs)).toBe(true);
 });
 

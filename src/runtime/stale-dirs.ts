@@ -120,8 +120,12 @@ function randomSuffix(): string {
  */
 const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
-/** What a work directory holds at its top: a run killed before it wrote the marker leaves no more than these. */
-const WORK_DIR_ENTRIES = /^(home|tmp|code|app|init-cmdline|seccomp\.bpf.*)$/;
+/**
+ * What a work directory holds at its top (the sandbox's scratch files among
+ * them, see sandbox.ts): a run killed before it wrote the marker, or while
+ * its removal had taken the marker and not yet the rest, leaves no more.
+ */
+const WORK_DIR_ENTRIES = /^(home|tmp|code|app|init-cmdline|passwd|group|empty|seccomp(-nounix)?\.bpf.*)$/;
 let sweepStarted = false;
 
 async function isOurWorkDir(entry: string): Promise<boolean> {
