@@ -237,7 +237,7 @@ describe.skipIf(!HAS_BWRAP)('escapes from the bubblewrap sandbox', () => {
       expect(output).not.toMatch(/seccomp/);
       // Filter mode, and a unix datagram socket refused with EACCES (a stream socket of its own is allowed).
       expect(output).toMatch(/, '2', 13\)$/m);
-      expect((await readdir(dir)).sort()).toEqual(['app', 'group', 'home', 'init-cmdline', 'passwd', 'seccomp.bpf', 'tmp']);
+      expect((await readdir(dir)).sort()).toEqual(['app-source', 'group', 'home', 'init-cmdline', 'passwd', 'seccomp.bpf', 'tmp']);
     }
   });
 });

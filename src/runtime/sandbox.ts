@@ -3,17 +3,18 @@ import {
   accessSync,
   constants,
   copyFileSync,
-  type Dirent,
   existsSync,
   lstatSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
   renameSync,
   writeFileSync,
   type Stats,
 } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
@@ -25,9 +26,9 @@ import { seccompProgram } from './seccomp.js';
  * IPC, UTS and mount namespaces: the filesystem is read-only apart from its
  * own working directory, homes and /run are hidden, gatekept's processes and
  * their /proc entries do not exist for it, there is no network to reach (nor
- * a host service's unix socket: socket files in what is bound are covered,
- * see seccomp.ts), and the whole sandbox dies
- * with the process that started it. The harness's
+ * a host service's unix socket: the sockets the kernel lists under what is
+ * bound are covered, see seccomp.ts), and the whole sandbox dies with the
+ * process that started it. The harness's
  * audit hook then only reports attempts; it is no longer the boundary.
  *
  * Without bubblewrap (mode 'none', or 'auto' where it is missing or cannot
@@ -225,6 +226,17 @@ export function sameSandbox(a: Sandbox, b: Sandbox): boolean {
   );
 }
 
+/**
+ * The host's own name, which the verifier would see in training on this
+ * machine: a constant such as `localhost` would tell it that it is audited.
+ * Only the characters a host name may hold are kept.
+ */
+const SANDBOX_HOSTNAME =
+  os
+    .hostname()
+    .replace(/[^A-Za-z0-9.-]/g, '')
+    .slice(0, 63) || 'localhost';
+
 function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
   return [
     // Root does not get a user namespace from --unshare-all alone.
@@ -240,7 +252,7 @@ function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
     // A session of its own: no controlling terminal to push input into (TIOCSTI).
     '--new-session',
     '--hostname',
-    'localhost',
+    SANDBOX_HOSTNAME,
     ...systemArgs(),
     '--dev',
     '/dev',
@@ -369,25 +381,25 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
   // they come in beside the sources.
   const compiled = [...new Set(command.filter((arg) => arg.endsWith('.pyc')).map((arg) => path.dirname(arg)))];
   const app = '/srv/app';
-  const args: string[] = [];
-  const copies = path.join(scratch, 'app');
+  // One directory of copies per kind of process, bound whole: one mount
+  // instead of one per file, and nothing of the other kind's files in it.
+  const copies = path.join(scratch, compiled.length > 0 ? 'app' : 'app-source');
   mkdirSync(copies, { recursive: true, mode: 0o700 });
-  const bind = (dir: string, name: string, suffix: string): void => {
+  const copy = (dir: string, name: string, suffix: string): void => {
     const shown = name === `harness${suffix}` ? `main${suffix}` : name;
-    const copy = path.join(copies, shown);
-    if (!existsSync(copy)) copyFileSync(path.join(dir, name), copy);
-    args.push('--ro-bind', copy, path.join(app, shown));
+    const target = path.join(copies, shown);
+    if (!existsSync(target)) copyFileSync(path.join(dir, name), target);
     renamed.set(path.join(dir, name), path.join(app, shown));
   };
   // A process running a compiled script (the harness) gets the compiled
   // files alone: a source beside its compiled file would be imported instead
   // (and compiled again by every worker), and the other scripts are not its.
   if (compiled.length > 0) {
-    for (const dir of compiled) for (const name of readdirSync(dir)) if (name.endsWith('.pyc')) bind(dir, name, '.pyc');
+    for (const dir of compiled) for (const name of readdirSync(dir)) if (name.endsWith('.pyc')) copy(dir, name, '.pyc');
   } else {
-    for (const name of readdirSync(source)) if (name.endsWith('.py')) bind(source, name, '.py');
+    for (const name of readdirSync(source)) if (name.endsWith('.py')) copy(source, name, '.py');
   }
-  return { args, renamed };
+  return { args: ['--ro-bind', copies, app], renamed };
 }
 
 /**
@@ -400,54 +412,37 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
  * mount hides an earlier one, so the order matters.
  */
 /**
- * Entries searched for unix sockets under one bound directory. A working
- * directory that is a whole home or a large checkout goes past it: the
- * sandbox then refuses the verifier unix sockets of its own instead.
+ * The paths of the unix sockets bound in this network namespace, from the
+ * kernel's own table: every host service a verifier could `connect()` to by
+ * path is listed there, whatever the size of the directories bound, and the
+ * table is read in a millisecond where searching a checkout's files for
+ * socket files costs tens. Abstract names are left out (the sandbox has its
+ * own network namespace, so they are out of reach), and so are names bound
+ * relative to a directory we cannot know. Null where the table cannot be
+ * read: the sandbox then refuses the verifier unix sockets of its own.
  */
-const SOCKET_SEARCH_LIMIT = 50_000;
-/** Per directory, for the life of the process: a gate starts many workers over the same directories. */
-const socketSearches = new Map<string, string[] | null>();
-
-/**
- * An interpreter's own tree (a virtual environment, a Python installation):
- * packages, where no service keeps a socket, and far too many files to search.
- */
-function isInterpreterPrefix(root: string): boolean {
-  return existsSync(path.join(root, 'pyvenv.cfg')) || existsSync(path.join(root, 'bin', 'python3'));
+function boundSocketPaths(): string[] | null {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/unix', 'latin1');
+  } catch {
+    return null;
+  }
+  const paths = new Set<string>();
+  for (const line of table.split('\n').slice(1)) {
+    // Num RefCount Protocol Flags Type St Inode Path: the path is all that follows the seventh field.
+    const match = /^\s*\S+:\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\d+\s(.+)$/.exec(line);
+    if (match?.[1]?.startsWith('/')) paths.add(Buffer.from(match[1], 'latin1').toString('utf8'));
+  }
+  return [...paths];
 }
 
-/**
- * The unix socket files under `root` (a service's socket in the user's
- * directory), links not followed; null when the search stopped at the limit.
- */
-function socketsUnder(root: string, skip: readonly string[]): string[] | null {
-  const known = socketSearches.get(root);
-  if (known !== undefined) return known;
-  const found: string[] = [];
-  const pending = [root];
-  let seen = 0;
-  let result: string[] | null = found;
-  search: while (pending.length > 0) {
-    const dir = pending.pop()!;
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue;
-    }
-    for (const entry of entries) {
-      seen += 1;
-      if (seen > SOCKET_SEARCH_LIMIT) {
-        result = null;
-        break search;
-      }
-      const full = path.join(dir, entry.name);
-      if (entry.isSocket()) found.push(full);
-      else if (entry.isDirectory() && !skip.includes(full)) pending.push(full);
-    }
-  }
-  socketSearches.set(root, result);
-  return result;
+/** Where a listed socket is now, through any link in its directory's path; null if no socket is there. */
+function socketAt(listed: string): string | null {
+  const dir = real(path.dirname(listed));
+  if (dir === null) return null;
+  const at = path.join(dir, path.basename(listed));
+  return lstatOrNull(at)?.isSocket() ? at : null;
 }
 
 function readableArgs(readable: readonly string[], scratch: string): { args: string[]; socketsCovered: boolean } {
@@ -472,16 +467,15 @@ function readableArgs(readable: readonly string[], scratch: string): { args: str
       if (target && roots.some((bound) => isUnder(target, bound)) && !covers.includes(target)) covers.push(target);
     }
   }
-  // Socket files are covered like dot-entries, after them (one inside a
+  // Bound sockets are covered like dot-entries, after them (one inside a
   // needed path bound again would show through otherwise).
-  let socketsCovered = true;
+  const listed = boundSocketPaths();
   const sockets: string[] = [];
-  for (const root of roots) {
-    if (isInterpreterPrefix(root) || !lstatOrNull(root)?.isDirectory()) continue;
-    const found = socketsUnder(root, covers);
-    if (found === null) socketsCovered = false;
-    else sockets.push(...found);
+  for (const entry of listed ?? []) {
+    const at = socketAt(entry);
+    if (at && roots.some((root) => isUnder(at, root)) && !covers.some((cover) => isUnder(at, cover)) && !sockets.includes(at)) sockets.push(at);
   }
+  const socketsCovered = listed !== null;
   const args: string[] = [];
   for (const root of roots) args.push('--ro-bind', root, root);
   const empty = path.join(scratch, 'empty');

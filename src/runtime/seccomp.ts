@@ -7,11 +7,11 @@ import os from 'node:os';
  * Why: a read-only mount does not stop connect() to a unix socket on it (a
  * service listening in a directory bound into the sandbox). The network
  * namespace only covers IP and abstract unix addresses. The sandbox covers
- * every socket file in the user's directories it binds (see sandbox.ts), so
- * a unix stream socket of the verifier's own (multiprocessing's managers and
- * fork server listen on one in a temporary directory) reaches nothing of
- * the host; where those directories are too large to search, the filter
- * refuses AF_UNIX sockets altogether (`unixStream` false). Other unix socket
+ * every socket the kernel lists as bound under the directories it binds
+ * (see sandbox.ts), so a unix stream socket of the verifier's own
+ * (multiprocessing's managers and fork server listen on one in a temporary
+ * directory) reaches nothing of the host; where that list cannot be read,
+ * the filter refuses AF_UNIX sockets altogether (`unixStream` false). Other unix socket
  * types are always refused, and every socket pair but a stream pair: a
  * datagram socket can be addressed anew by sendto(), and the kernel silently
  * turns SOCK_RAW into SOCK_DGRAM, so only the type that stays connected to

@@ -125,7 +125,7 @@ const WORK_DIR_MARKER = '.gatekept-work-dir';
  * them, see sandbox.ts): a run killed before it wrote the marker, or while
  * its removal had taken the marker and not yet the rest, leaves no more.
  */
-const WORK_DIR_ENTRIES = /^(home|tmp|code|app|init-cmdline|passwd|group|empty|seccomp(-nounix)?\.bpf.*)$/;
+const WORK_DIR_ENTRIES = /^(home|tmp|code|app|app-source|init-cmdline|passwd|group|empty|seccomp(-nounix)?\.bpf.*)$/;
 let sweepStarted = false;
 
 async function isOurWorkDir(entry: string): Promise<boolean> {
