@@ -448,6 +448,38 @@ describe('numbers and labels', () => {
     expect(run.exitCode).toBe(2);
   });
 
+  // Every command reads its shared options through one table (src/cli/options.ts): scan's --seed is 32-bit as gate's is.
+  const SCAN = ['scan', '--results', 'rollouts.jsonl', '--reward', STRICT];
+
+  it.each(['99999999999', '00000000001', '-1'])('scan --seed %s is refused as gate refuses it', async (seed) => {
+    const run = await cliInProcess([...SCAN, '--seed', seed]);
+    expect(run.stderr).toMatch(/--seed: --seed must be a whole number from 0 to 4294967295/);
+    expect(run.stderr).toMatch(/fix: see `gatekept scan --help`/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it.each([
+    ['--choices', 'A,,B', /--choices: a label is empty/],
+    ['--report', '', /--report\S*: give a report file ending in \.html or \.md/],
+  ])('scan %s %j is refused', async (flag, value, message) => {
+    const run = await cliInProcess([...SCAN, flag, value]);
+    expect(run.stderr).toMatch(message);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it.each([
+    ['gate', '--reward', STRICT, '--answer', '42'],
+    ['pack', '--seed', 'examples/facts-boolean.json', '--out', 'no-such-out'],
+    ['audit', '--env', 'no_such_env'],
+    ['scan', '--results', 'rollouts.jsonl', '--reward', STRICT],
+    ['smoke', '--verifiers', 'no-such-package'],
+  ])('an empty --python is bad input for %s, before anything runs', async (...args) => {
+    const run = await cliInProcess([...args, '--python', '']);
+    expect(run.stderr).toMatch(/error \[BAD_ARGUMENT\]: invalid options\n {2}- --python: give a Python interpreter or a virtualenv directory/);
+    expect(run.stderr).toMatch(new RegExp(`fix: see \`gatekept ${args[0]} --help\``));
+    expect(run.exitCode).toBe(2);
+  });
+
   it('a seed with duplicate choices is refused', async () => {
     const seed = await scratchFile(
       'seed.json',

@@ -65,7 +65,8 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
   if (!isRecord(options)) return null;
   const { reward, answer, dataset, policy, python, report, strict } = options;
   if (!isName(reward)) return null;
-  if (!isOptionalText(answer) || !isOptionalText(dataset) || !isOptionalText(policy) || !isOptionalText(python)) return null;
+  if (!isOptionalText(answer) || !isOptionalText(dataset) || !isOptionalText(policy)) return null;
+  if (python !== undefined && !isName(python)) return null;
   if ((answer === undefined) === (dataset === undefined)) return null;
   if (report !== undefined && !isName(report)) return null;
   if (strict !== undefined && typeof strict !== 'boolean') return null;
