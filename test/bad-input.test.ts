@@ -421,6 +421,24 @@ describe('the Python interpreter', () => {
   });
 });
 
+describe('$GATEKEPT_PYTHON', () => {
+  it('is the interpreter of an environment audit given no python, as of a gate', async () => {
+    const { auditEnv } = await import('../src/env-audit/env-audit.js');
+    const missing = path.join(scratch, 'no-such-env-python');
+    const saved = process.env.GATEKEPT_PYTHON;
+    process.env.GATEKEPT_PYTHON = missing;
+    try {
+      await expect(auditEnv({ env: 'no_such_env_module', sandbox: 'none' })).rejects.toMatchObject({
+        code: 'PYTHON_NOT_FOUND',
+        message: expect.stringContaining(`cannot run Python interpreter '${missing}' (ENOENT)`),
+      });
+    } finally {
+      if (saved === undefined) delete process.env.GATEKEPT_PYTHON;
+      else process.env.GATEKEPT_PYTHON = saved;
+    }
+  });
+});
+
 describe('the interpreter is resolved once, from the current directory', () => {
   it.each([
     ['a relative virtualenv directory', (venv: string) => venv],
