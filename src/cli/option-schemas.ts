@@ -11,8 +11,6 @@ import { isFormat, sharedSchema } from './options.js';
  * options the check refuses go through the schema, which says what is wrong.
  */
 
-export { choiceLabels, integer } from './options.js';
-
 /** What `gate` takes from the shared option table (see options.ts), in its help's order. */
 export const GATE_SHARED = [
   'answerType',
