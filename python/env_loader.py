@@ -840,11 +840,10 @@ def main(argv):
     if len(argv) not in (2, 3) or argv[0] != "inspect":
         sys.stderr.write("usage: env_loader.py inspect SPEC [MEMORY_MB]  (result on fd 4)\n")
         return 2
-    import resource
 
     # Beside this script; imported here, not at the top, as the gate's shim
     # imports this module from a copy of it alone.
-    from gatekept_process import PR_SET_CHILD_SUBREAPER, close_inherited, prctl, set_limit, sweep_descendants
+    from gatekept_process import PR_SET_CHILD_SUBREAPER, close_inherited, limit_memory, prctl, sweep_descendants
 
     # Descriptors the caller's shell left open reach every child: only the
     # standard streams and the result pipe stay before the environment's code runs.
@@ -854,8 +853,7 @@ def main(argv):
     result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
     os.close(RESULT_FD)
     memory_mb = int(argv[2]) if len(argv) == 3 else 0
-    if memory_mb > 0:
-        set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024)
+    limit_memory(memory_mb)
     # The subreaper of what the environment starts: a daemon that double-forks
     # at import is re-parented here, not to init, so the sweep below finds it
     # even without the sandbox's PID namespace.

@@ -14,7 +14,7 @@ import resource
 import signal
 import sys
 
-from gatekept_process import PR_SET_PDEATHSIG, descendants, prctl, set_limit
+from gatekept_process import PR_SET_PDEATHSIG, descendants, limit_memory, prctl, set_limit
 from gatekept_state import (
     REPLY_FD,
     REQUEST_FD,
@@ -417,8 +417,7 @@ def _disarm():
 
 
 def _apply_limits(memory_mb):
-    if memory_mb and memory_mb > 0:
-        set_limit(resource.RLIMIT_AS, int(memory_mb) * 1024 * 1024)
+    limit_memory(memory_mb)
     set_limit(resource.RLIMIT_CORE, 0)
     set_limit(resource.RLIMIT_FSIZE, 64 * 1024 * 1024)
     set_limit(resource.RLIMIT_NOFILE, 256)

@@ -72,6 +72,13 @@ def set_limit(which, value, hard=True):
         pass
 
 
+def limit_memory(memory_mb, hard=True):
+    """The address-space limit of `memory_mb` MiB (0 or less: none), with
+    set_limit's meaning of `hard`."""
+    if memory_mb and memory_mb > 0:
+        set_limit(resource.RLIMIT_AS, int(memory_mb) * 1024 * 1024, hard)
+
+
 def descendants(root):
     """Every process below `root`, from the children lists /proc keeps per
     thread."""

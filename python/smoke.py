@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from gatekept_process import close_inherited, set_limit
+from gatekept_process import close_inherited, limit_memory, set_limit
 
 PREFIX = "GATEKEPT_SMOKE "
 MISSING_EXIT = 4
@@ -96,8 +96,7 @@ def apply_limits(memory_mb, cpu_s):
     import resource
 
     # Soft limits only: the hard limits stay as they were.
-    if memory_mb > 0:
-        set_limit(resource.RLIMIT_AS, memory_mb * 1024 * 1024, hard=False)
+    limit_memory(memory_mb, hard=False)
     if cpu_s > 0:
         set_limit(resource.RLIMIT_CPU, cpu_s, hard=False)
     set_limit(resource.RLIMIT_CORE, 0, hard=False)

@@ -421,6 +421,24 @@ describe('the Python interpreter', () => {
   });
 });
 
+describe('$GATEKEPT_PYTHON', () => {
+  it('is the interpreter of an environment audit given no python, as of a gate', async () => {
+    const { auditEnv } = await import('../src/env-audit/env-audit.js');
+    const missing = path.join(scratch, 'no-such-env-python');
+    const saved = process.env.GATEKEPT_PYTHON;
+    process.env.GATEKEPT_PYTHON = missing;
+    try {
+      await expect(auditEnv({ env: 'no_such_env_module', sandbox: 'none' })).rejects.toMatchObject({
+        code: 'PYTHON_NOT_FOUND',
+        message: expect.stringContaining(`cannot run Python interpreter '${missing}' (ENOENT)`),
+      });
+    } finally {
+      if (saved === undefined) delete process.env.GATEKEPT_PYTHON;
+      else process.env.GATEKEPT_PYTHON = saved;
+    }
+  });
+});
+
 describe('the interpreter is resolved once, from the current directory', () => {
   it.each([
     ['a relative virtualenv directory', (venv: string) => venv],
@@ -445,6 +463,38 @@ describe('numbers and labels', () => {
   it.each(['1'.repeat(400), '4294967296', '-1', '1e3'])('--seed %s is refused', async (seed) => {
     const run = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--seed', seed, '--python', PYTHON]);
     expect(run.stderr).toMatch(/--seed must be a whole number from 0 to 4294967295/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  // Every command reads its shared options through one table (src/cli/options.ts): scan's --seed is 32-bit as gate's is.
+  const SCAN = ['scan', '--results', 'rollouts.jsonl', '--reward', STRICT];
+
+  it.each(['99999999999', '00000000001', '-1'])('scan --seed %s is refused as gate refuses it', async (seed) => {
+    const run = await cliInProcess([...SCAN, '--seed', seed]);
+    expect(run.stderr).toMatch(/--seed: --seed must be a whole number from 0 to 4294967295/);
+    expect(run.stderr).toMatch(/fix: see `gatekept scan --help`/);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it.each([
+    ['--choices', 'A,,B', /--choices: a label is empty/],
+    ['--report', '', /--report\S*: give a report file ending in \.html or \.md/],
+  ])('scan %s %j is refused', async (flag, value, message) => {
+    const run = await cliInProcess([...SCAN, flag, value]);
+    expect(run.stderr).toMatch(message);
+    expect(run.exitCode).toBe(2);
+  });
+
+  it.each([
+    ['gate', '--reward', STRICT, '--answer', '42'],
+    ['pack', '--seed', 'examples/facts-boolean.json', '--out', 'no-such-out'],
+    ['audit', '--env', 'no_such_env'],
+    ['scan', '--results', 'rollouts.jsonl', '--reward', STRICT],
+    ['smoke', '--verifiers', 'no-such-package'],
+  ])('an empty --python is bad input for %s, before anything runs', async (...args) => {
+    const run = await cliInProcess([...args, '--python', '']);
+    expect(run.stderr).toMatch(/error \[BAD_ARGUMENT\]: invalid options\n {2}- --python: give a Python interpreter or a virtualenv directory/);
+    expect(run.stderr).toMatch(new RegExp(`fix: see \`gatekept ${args[0]} --help\``));
     expect(run.exitCode).toBe(2);
   });
 

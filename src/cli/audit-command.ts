@@ -1,10 +1,10 @@
 import { Command } from 'commander';
 import * as z from 'zod';
 import type { Io } from './io.js';
-import { GatekeptError, type ExitCode } from '../errors.js';
-import { DEFAULT_POLICY, describeIssues, loadPolicy } from '../audit/policy.js';
+import type { ExitCode } from '../errors.js';
+import { DEFAULT_POLICY, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { addShared, flagFor, integer, sharedSchema } from './options.js';
+import { addShared, collect, integer, parseOptions, sharedSchema } from './options.js';
 import { parseDatasetFiles, parseEnvArgs } from '../env-audit/env-load.js';
 import { reportFormatFor, writeReport } from '../report/render-report.js';
 import { resolvePython } from '../runtime/resolve-python.js';
@@ -47,8 +47,6 @@ const auditOptionsSchema = () =>
     ...sharedSchema(AUDIT_SHARED),
   });
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
-
 export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command {
   const command = new Command('audit')
     .description('audit an existing environment (verifiers 0.4 Taskset or classic 0.3) before pushing or training')
@@ -75,14 +73,7 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
     strict: 'also reject the weighted reward when any false accept is found (overrides the policy)',
     sandbox: "isolation of the environment's code: auto (bubblewrap when available, else a warning), bwrap (required), none",
   }).action(async (raw: Record<string, unknown>) => {
-    const parsed = auditOptionsSchema().safeParse(raw);
-    if (!parsed.success) {
-      throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-        details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
-        suggestion: 'see `gatekept audit --help`',
-      });
-    }
-    const options = parsed.data;
+    const options = parseOptions(auditOptionsSchema(), raw, 'audit');
     // Checked before any Python runs: a mistake here costs nothing to fix.
     const envArgs = options.envArgs === undefined ? undefined : parseEnvArgs(options.envArgs);
     const datasets = parseDatasetFiles(options.localDataset, process.cwd());

@@ -11,8 +11,6 @@ import { isFormat, sharedSchema } from './options.js';
  * options the check refuses go through the schema, which says what is wrong.
  */
 
-export { choiceLabels, integer } from './options.js';
-
 /** What `gate` takes from the shared option table (see options.ts), in its help's order. */
 export const GATE_SHARED = [
   'answerType',
@@ -65,7 +63,8 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
   if (!isRecord(options)) return null;
   const { reward, answer, dataset, policy, python, report, strict } = options;
   if (!isName(reward)) return null;
-  if (!isOptionalText(answer) || !isOptionalText(dataset) || !isOptionalText(policy) || !isOptionalText(python)) return null;
+  if (!isOptionalText(answer) || !isOptionalText(dataset) || !isOptionalText(policy)) return null;
+  if (python !== undefined && !isName(python)) return null;
   if ((answer === undefined) === (dataset === undefined)) return null;
   if (report !== undefined && !isName(report)) return null;
   if (strict !== undefined && typeof strict !== 'boolean') return null;

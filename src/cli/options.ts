@@ -1,5 +1,7 @@
 import { Option } from 'commander';
 import * as z from 'zod';
+import { describeIssues, ONE_SHOT } from '../audit/policy.js';
+import { GatekeptError } from '../errors.js';
 import { SANDBOX_MODES } from '../runtime/sandbox.js';
 import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
 
@@ -7,8 +9,8 @@ import { ANSWER_FORMATS, ANSWER_TYPES } from '../types.js';
  * The options several commands share, each defined once: its flag, its help
  * text, how commander reads it and the zod schema that checks it. A command
  * picks the ones it takes (`addShared`) and builds its schema from the same
- * entries (`sharedSchema`), so `gate` and `audit --env` cannot drift apart
- * on what an option means, accepts or says.
+ * entries (`sharedSchema`), so the commands cannot drift apart on what an
+ * option means, accepts or says.
  */
 
 export const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -32,6 +34,9 @@ export const seedNumber = () =>
     .regex(/^\d{1,10}$/, '--seed must be a whole number from 0 to 4294967295')
     .transform(Number)
     .refine((value) => value <= 0xffff_ffff, '--seed must be a whole number from 0 to 4294967295');
+
+/** A report file (its format, from the name, is checked before any work). */
+export const reportFile = () => z.string().min(1, 'give a report file ending in .html or .md');
 
 /** A valid --format value: a built-in format, auto, or a layout with {} where the answer goes. */
 export function isFormat(value: string): boolean {
@@ -81,9 +86,11 @@ export const SHARED_OPTIONS = {
   strict: option('strict', '--strict', 'also reject when any false accept is found (overrides the policy)', () => z.boolean().optional()),
   json: option('json', '--json', 'print the audit record as JSON', () => z.boolean().default(false)),
   report: option('report', '--report <file>', 'also write a report, on PASS and on REJECT: .html (self-contained page) or .md (Markdown)', () =>
-    z.string().min(1, 'give a report file ending in .html or .md').optional(),
+    reportFile().optional(),
   ),
-  python: option('python', '--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)', () => z.string().optional()),
+  python: option('python', '--python <path>', 'Python interpreter or virtualenv directory (default: $GATEKEPT_PYTHON or python3)', () =>
+    z.string().min(1, 'give a Python interpreter or a virtualenv directory').optional(),
+  ),
   pythonpath: option(
     'pythonpath',
     '--pythonpath <dir>',
@@ -99,7 +106,7 @@ export const SHARED_OPTIONS = {
   sandbox: option(
     'sandbox',
     '--sandbox <mode>',
-    'isolation of the audited code: auto (bubblewrap when available, else a warning), bwrap (required), none',
+    'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none',
     () => z.enum(SANDBOX_MODES).default('auto'),
     (built) => built.choices([...SANDBOX_MODES]).default('auto'),
   ),
@@ -132,4 +139,16 @@ export function flagFor(key: string): string {
   const shared = (SHARED_OPTIONS as Record<string, SharedOption | undefined>)[key];
   if (shared) return shared.flags.split(' ')[0]!;
   return `--${key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
+}
+
+/** Validate commander's raw options against a command's schema; every invalid option on its own line. */
+export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.output<S> {
+  const parsed = schema.safeParse(raw, ONE_SHOT);
+  if (!parsed.success) {
+    throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
+      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
+      suggestion: `see \`gatekept ${command} --help\``,
+    });
+  }
+  return parsed.data;
 }

@@ -4,7 +4,7 @@ import * as z from 'zod';
 import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
 import { gate } from '../gate.js';
-import { DEFAULT_POLICY, describeIssues, loadPolicy, ONE_SHOT, type GatePolicy } from '../audit/policy.js';
+import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
@@ -12,7 +12,7 @@ import { defaultIo, type Io } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { COMPLETION_FORMATS } from '../types.js';
 import { checkedGateOptions, GATE_SHARED, gateOptionsSchema } from './option-schemas.js';
-import { addShared, collect, flagFor, sharedSchema } from './options.js';
+import { addShared, collect, parseOptions, sharedSchema } from './options.js';
 
 /**
  * The command line: parse, validate with zod, call the library, print, and
@@ -58,20 +58,6 @@ function probePythonEarly(python: string | undefined): void {
   }
 }
 
-const SANDBOX_HELP = 'isolation of the verifier: auto (bubblewrap when available, else a warning), bwrap (required), none';
-
-/** Validate commander's raw options; every invalid option on its own line. */
-export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
-  const parsed = schema.safeParse(raw, ONE_SHOT);
-  if (!parsed.success) {
-    throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
-      suggestion: 'see `gatekept <command> --help`',
-    });
-  }
-  return parsed.data;
-}
-
 export async function resolvePolicy(file: string | undefined): Promise<GatePolicy> {
   return file ? loadPolicy(file) : DEFAULT_POLICY;
 }
@@ -90,11 +76,10 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
       new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'),
     );
   return addShared(command, GATE_SHARED, {
-    sandbox: SANDBOX_HELP,
     pythonpath: 'extra directory on the verifier import path (repeatable)',
     report: 'also write a report: .html (self-contained page) or .md (Markdown)',
   }).action(async (raw: Record<string, unknown>) => {
-    const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw);
+    const options = checkedGateOptions(raw) ?? parseOptions(gateOptionsSchema(), raw, 'gate');
     // A report name with no known format fails now, not after the audit.
     if (options.report !== undefined) (await reports()).reportFormatFor(options.report);
     const policy = await resolvePolicy(options.policy);
@@ -176,9 +161,8 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
   return addShared(command, PACK_SHARED, {
     report: 'also write a report, on PASS and on REJECT: .html or .md, outside --out',
     python: 'Python interpreter or virtualenv directory for the gate (default: $GATEKEPT_PYTHON or python3)',
-    sandbox: SANDBOX_HELP,
   }).action(async (raw: Record<string, unknown>) => {
-    const options = parseOptions(packOptionsSchema(), raw);
+    const options = parseOptions(packOptionsSchema(), raw, 'pack');
     if (options.report !== undefined) await checkPackReport(options.report, options.out);
     const sandbox = probeSandbox(options.sandbox);
     probePythonEarly(options.python);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { AuditRecord } from '../audit/record.js';
 import { DEFAULT_POLICY, policyRecord, type GatePolicy } from '../audit/policy.js';
 import { EXIT, GatekeptError, isGatekeptError, type ExitCode } from '../errors.js';
+import { resolvePython } from '../runtime/resolve-python.js';
 import { TOOL } from '../tool-info.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { checkContamination } from './checks/contamination.js';
@@ -110,6 +111,9 @@ function resolveSpec(env: string, cwd: string): { spec: string; dir: string | nu
   return { spec: env, dir: null };
 }
 
+/** The options with the interpreter resolved to the one every Python process of the audit runs. */
+type ResolvedOptions = EnvAuditOptions & { python: string };
+
 function weightedScore(checks: readonly CheckResult[], weights: GatePolicy['envAudit']['weights']): number {
   let sum = 0;
   let weight = 0;
@@ -123,9 +127,9 @@ function weightedScore(checks: readonly CheckResult[], weights: GatePolicy['envA
 }
 
 /** How the environment's rewards are called, by the gate and by the scan of --results alike. */
-function scoringOptions(options: EnvAuditOptions, policy: GatePolicy, pythonpath: readonly string[]) {
+function scoringOptions(options: ResolvedOptions, policy: GatePolicy, pythonpath: readonly string[]) {
   return {
-    python: options.python ?? 'python3',
+    python: options.python,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     pythonpath,
     policy,
@@ -172,7 +176,7 @@ function errorText(error: unknown): string {
 }
 
 async function auditRewards(
-  options: EnvAuditOptions,
+  options: ResolvedOptions,
   loaded: LoadedEnv,
   spec: string,
   policy: GatePolicy,
@@ -207,7 +211,7 @@ async function auditRewards(
   const common = {
     spec,
     rows,
-    python: options.python ?? 'python3',
+    python: options.python,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     pythonpath,
     policy,
@@ -261,7 +265,7 @@ async function auditRewards(
  */
 async function scanResults(
   file: string,
-  options: EnvAuditOptions,
+  options: ResolvedOptions,
   loaded: LoadedEnv,
   spec: string,
   policy: GatePolicy,
@@ -292,8 +296,11 @@ async function scanResults(
   }
 }
 
-export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult> {
-  const cwd = path.resolve(options.cwd ?? process.cwd());
+export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> {
+  const cwd = path.resolve(given.cwd ?? process.cwd());
+  // The interpreter, resolved once as gate() resolves it (--python, else
+  // $GATEKEPT_PYTHON, else python3), serves the loader, the gate and the scan.
+  const options: ResolvedOptions = { ...given, python: resolvePython(given.python, cwd) };
   const basePolicy = options.policy ?? DEFAULT_POLICY;
   let policy: GatePolicy = options.seed === undefined ? basePolicy : { ...basePolicy, seed: options.seed };
   if (options.rows !== undefined) {
@@ -324,7 +331,7 @@ export async function auditEnv(options: EnvAuditOptions): Promise<EnvAuditResult
   const inspected = await inspectEnv({
     load,
     spec,
-    python: options.python ?? 'python3',
+    python: options.python,
     pythonpath,
     timeoutMs: policy.timeouts.importMs * LOAD_TIMEOUT_FACTOR,
     memoryMb: policy.limits.memoryMb,

@@ -5,6 +5,7 @@ import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { liveDirRegistry } from '../runtime/cleanup.js';
+import { OFFLINE_HUB, pythonEnv } from '../runtime/python-env.js';
 import { PythonProcess } from '../runtime/python-process.js';
 import { probePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
@@ -82,21 +83,8 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     // Loading the environment runs its code (rewards included): in the
     // sandbox when there is one, writing only its own home and temp directory.
     const inside = isolated ? { home: SANDBOX_HOME, tmp: SANDBOX_TMP } : { home: path.join(home, 'home'), tmp: path.join(home, 'tmp') };
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-      LANG: 'C.UTF-8',
-      LC_ALL: 'C.UTF-8',
-      HOME: inside.home,
-      TMPDIR: inside.tmp,
-      PYTHONPATH: options.pythonpath.join(path.delimiter),
-      PYTHONHASHSEED: '0',
-      PYTHONDONTWRITEBYTECODE: '1',
-      HF_DATASETS_OFFLINE: '1',
-      HF_HUB_OFFLINE: '1',
-      HF_DATASETS_DISABLE_PROGRESS_BARS: '1',
-      TRANSFORMERS_OFFLINE: '1',
-      OMP_NUM_THREADS: '1',
-    };
+    // Offline: the environment's datasets come from --local-dataset files or the read-only cache.
+    const env = pythonEnv({ ...inside, pythonpath: options.pythonpath, extra: OFFLINE_HUB });
     const child = await PythonProcess.start({
       python: isolated ? runtime.executable : options.python,
       args: [ENV_LOADER_PATH, 'inspect', options.spec, String(options.memoryMb)],

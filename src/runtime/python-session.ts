@@ -19,7 +19,8 @@ import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SAND
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
 import { makeWorkDir } from './stale-dirs.js';
 import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
-import { KILL_WAIT_MS, Worker, workerEnv, type WorkerLaunch } from './worker.js';
+import { KILL_WAIT_MS, Worker, type WorkerLaunch } from './worker.js';
+import { pythonEnv } from './python-env.js';
 
 /** Slack on top of the call timeout before a silent worker is presumed stuck. */
 const CALL_GRACE_MS = 1000;
@@ -102,7 +103,10 @@ class PythonSession implements VerifierSession {
     this.launchSpec = {
       harness,
       cwd: isolated ? workdir : home,
-      env: workerEnv(this.inside.home, this.inside.tmp),
+      // No PYTHONPATH: the verifier's import path comes with the init request,
+      // once the harness has imported its own modules, which a directory of
+      // the user's could otherwise shadow.
+      env: pythonEnv({ ...this.inside, pythonpath: [] }),
       sandbox: isolated ? { sandbox, layout } : null,
     };
   }

@@ -164,24 +164,3 @@ export interface WorkerLaunch {
   env: NodeJS.ProcessEnv;
   sandbox: { sandbox: Sandbox; layout: SandboxLayout } | null;
 }
-
-/** The environment a worker runs in, with its home and temp directory as it sees them. */
-export function workerEnv(home: string, tmp: string): NodeJS.ProcessEnv {
-  // A whitelist, so no credential in the caller's environment reaches the
-  // verifier. Thread counts are pinned: threaded BLAS makes float sums vary
-  // run to run and reserves address space per core, which trips RLIMIT_AS.
-  return {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    LANG: 'C.UTF-8',
-    LC_ALL: 'C.UTF-8',
-    HOME: home,
-    TMPDIR: tmp,
-    USER: 'user',
-    PYTHONHASHSEED: '0',
-    PYTHONDONTWRITEBYTECODE: '1',
-    PYTHONUNBUFFERED: '1',
-    OMP_NUM_THREADS: '1',
-    OPENBLAS_NUM_THREADS: '1',
-    MKL_NUM_THREADS: '1',
-  };
-}

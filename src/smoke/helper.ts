@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { OFFLINE_HUB, pythonEnv } from '../runtime/python-env.js';
 import { LineFramer, PythonProcess } from '../runtime/python-process.js';
 import { SANDBOX_HOME, SANDBOX_TMP, type Sandbox } from '../runtime/sandbox.js';
 import type { SmokeTarget } from './report.js';
@@ -133,26 +134,10 @@ export class Helper {
   }
 }
 
-/** Nothing from the caller's environment but PATH: no credentials, tokens or proxies reach the package. */
-export function scrubbedEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    LANG: 'C.UTF-8',
-    LC_ALL: 'C.UTF-8',
-    HOME: home,
-    TMPDIR: home === SANDBOX_HOME ? SANDBOX_TMP : path.join(home, 'tmp'),
-    PYTHONPATH: pythonpath,
-    PYTHONHASHSEED: '0',
-    PYTHONDONTWRITEBYTECODE: '1',
-    PYTHONUNBUFFERED: '1',
-    // The packages bundle their data; nothing may be fetched.
-    HF_DATASETS_OFFLINE: '1',
-    HF_HUB_OFFLINE: '1',
-    HF_DATASETS_DISABLE_PROGRESS_BARS: '1',
-    OMP_NUM_THREADS: '1',
-    OPENBLAS_NUM_THREADS: '1',
-    MKL_NUM_THREADS: '1',
-  };
+/** A helper's environment (see pythonEnv): the packages bundle their data, so nothing may be fetched. */
+export function scrubbedEnv(home: string, pythonpath: readonly string[]): NodeJS.ProcessEnv {
+  const tmp = home === SANDBOX_HOME ? SANDBOX_TMP : path.join(home, 'tmp');
+  return pythonEnv({ home, tmp, pythonpath, extra: OFFLINE_HUB });
 }
 
 function missingPackage(event: SmokeEvent, python: string, target: SmokeTarget): GatekeptError {

@@ -32,7 +32,7 @@ async function fetchJson(url: string, deadline: Deadline): Promise<{ status: num
 
 export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
-  const env = scrubbedEnv(context.home, pkg.dir);
+  const env = scrubbedEnv(context.home, [pkg.dir]);
   const cpuS = Math.ceil(deadline.seconds * 2);
   const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths], shareNet: true };
   const server = await Helper.start(python, ['serve', pkg.dir, pkg.app, '--memory-mb', String(context.memoryMb), '--cpu-s', String(cpuS)], pkg.dir, env, place);
@@ -95,7 +95,7 @@ export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
       python,
       ['play', `ws://127.0.0.1:${String(listening.port)}/ws`, '--message-timeout-s', String(messageTimeoutS)],
       workdir,
-      scrubbedEnv(context.home, ''),
+      scrubbedEnv(context.home, []),
       place,
       input,
     );

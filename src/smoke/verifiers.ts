@@ -19,7 +19,7 @@ export async function runVerifiers(context: RunContext): Promise<Observed[]> {
     python,
     ['verifiers', pkg.dir, pkg.module, '--memory-mb', String(context.memoryMb), '--cpu-s', String(Math.ceil(deadline.seconds * 2))],
     workdir,
-    scrubbedEnv(context.home, pkg.dir),
+    scrubbedEnv(context.home, [pkg.dir]),
     place,
     input,
   );
