@@ -10,7 +10,8 @@ import type { CallQueue, EvalRequest, EvalResult, Verifier, VerifierSession } fr
  * each audit takes milliseconds.
  */
 
-type Reward = (completion: string, answer: string) => number;
+/** A reward, or a reward and how long the call took (10 µs when not said). */
+type Reward = (completion: string, answer: string) => number | { reward: number; ms: number };
 
 /** A verifier session that scores each call with `reward`, in process. */
 class FakeSession implements CallQueue {
@@ -27,17 +28,11 @@ class FakeSession implements CallQueue {
   async evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
     if (this.closed) throw new Error('evaluate after close');
     this.calls += requests.length;
-    return requests.map((request) => ({
-      status: 'ok',
-      reward: this.reward(request.completion, request.answer),
-      rewardType: 'float',
-      nonFinite: null,
-      error: null,
-      sideEffects: [],
-      ms: 0.01,
-      cpuMs: 0.01,
-      ownTimer: false,
-    }));
+    return requests.map((request) => {
+      const scored = this.reward(request.completion, request.answer);
+      const { reward, ms } = typeof scored === 'number' ? { reward: scored, ms: 0.01 } : scored;
+      return { status: 'ok', reward, rewardType: 'float', nonFinite: null, error: null, sideEffects: [], ms, cpuMs: 0.01, ownTimer: false };
+    });
   }
 
   async close(): Promise<void> {
@@ -127,6 +122,23 @@ describe('the audit core against an in-process verifier', () => {
     expect(verifier.fresh[0]!.calls).toBeGreaterThan(0);
     expect(verifier.calls.closed).toBe(true);
     expect(verifier.fresh[0]!.closed).toBe(true);
+  });
+
+  it('tells a reward cut by a clock it checks on a slow call from one that changes by itself', async () => {
+    // The first time a paid completion comes, the call takes 3 s and the
+    // verifier's own clock (no timer to see) makes it pay 0, as math-verify
+    // behind verifiers' MathRubric does on a busy machine; later calls pay.
+    const seen = new Set<string>();
+    const clocked: Reward = (completion, answer) => {
+      const paid = lastNumber(completion, answer) as number;
+      if (paid === 0 || completion === answer || seen.has(`${completion}\0${answer}`)) return paid;
+      seen.add(`${completion}\0${answer}`);
+      return { reward: 0, ms: 3000 };
+    };
+    const outcome = await audit(fakeVerifier(clocked, lastNumber));
+    // Slow calls run again alone (64 at most) and then pay; those past that
+    // number still differ from the re-check, and are told to depend on speed.
+    expect(codes(outcome)).toEqual(['TIMING_DEPENDENT']);
   });
 
   it('records the same audit twice from the same seed', async () => {
