@@ -10,7 +10,6 @@ import {
   COMPLETION_ARGUMENT,
   DATA_FILE_NAME,
   PACKAGE_VERSION,
-  REWARD_CALL_FILE_NAME,
   VERIFIER_FILE_NAME,
   assertRenderableSpec,
   fenced,
@@ -18,7 +17,7 @@ import {
   pyString,
   renderAuditSection,
   renderRows,
-  rewardCallSource,
+  verifierFiles,
   tomlString,
 } from '../environment-spec.js';
 import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
@@ -94,8 +93,7 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
         verifier_name: pyString(spec.verifierFunction),
       }),
     ],
-    [`${module}/${VERIFIER_FILE_NAME}`, spec.verifierSource],
-    [`${module}/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
+    ...verifierFiles(spec, module),
     [`${module}/${DATA_FILE_NAME}`, renderRows(spec.rows)],
   ]);
 }
