@@ -11,8 +11,6 @@ import type { DatasetHealth } from './pack-record.js';
  * seed it builds from, while audit --env scores a dataset built elsewhere.
  */
 
-export type { DatasetHealth } from './pack-record.js';
-
 /** Pure: duplicates and label skew. `unrewarded` comes from running the verifier. */
 export function checkDatasetHealth(rows: readonly TaskRow[], isChoice: boolean, unrewarded: readonly number[]): DatasetHealth {
   const duplicates = groupRows(rows, (row) => row.question.trim().replace(/\s+/g, ' ').toLowerCase())

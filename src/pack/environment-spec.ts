@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 
+import { MIN_SAMPLES } from '../env-audit/checks/reward-distribution.js';
 import { GatekeptError } from '../errors.js';
 import type { Row } from '../rows.js';
 import { readShippedFile, renderTemplate } from './render-template.js';
@@ -307,7 +308,7 @@ export function renderAuditSection(spec: EnvironmentSpec, verifierPath: string):
  * shipped byte for byte next to the verifier in every package, so a reward in
  * training receives the same arguments the verifier received while audited.
  */
-export function rewardCallSource(): string {
+function rewardCallSource(): string {
   return readShippedFile(`python/${REWARD_CALL_FILE_NAME}`);
 }
 
@@ -329,17 +330,15 @@ export function verifierFiles(spec: EnvironmentSpec, dir: string): [string, stri
   ];
 }
 
-/** Scored samples `audit --env --results` needs to judge a reward's distribution. */
-export const MIN_EVAL_SAMPLES = 20;
 const EVAL_EXAMPLES = 5;
 const EVAL_ROLLOUTS = 3;
 
 /**
  * The `vf-eval -n EXAMPLES -r ROLLOUTS` an emitted README suggests: a few
  * examples, with enough rollouts each that the run gives at least
- * MIN_EVAL_SAMPLES samples, so its results can be checked by `audit --env`.
+ * MIN_SAMPLES samples, so its results can be checked by `audit --env`.
  */
 export function evalPlan(rows: number): { examples: number; rollouts: number } {
   const examples = Math.max(1, Math.min(EVAL_EXAMPLES, rows));
-  return { examples, rollouts: Math.max(EVAL_ROLLOUTS, Math.ceil(MIN_EVAL_SAMPLES / examples)) };
+  return { examples, rollouts: Math.max(EVAL_ROLLOUTS, Math.ceil(MIN_SAMPLES / examples)) };
 }

@@ -49,7 +49,7 @@ export interface GatekeepOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export type { PackAuditRecord, SmokeProbeRecord } from './pack-record.js';
+export type { PackAuditRecord } from './pack-record.js';
 
 const SMOKE_PROBES = 12;
 const SMOKE_HONEST_ROWS = 3;

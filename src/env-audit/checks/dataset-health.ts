@@ -61,7 +61,7 @@ export function groupRows<T>(rows: readonly T[], key: (row: T) => string | null)
   return [...groups.values()];
 }
 
-export function inferAnswerType(answers: readonly string[]): AnswerType {
+function inferAnswerType(answers: readonly string[]): AnswerType {
   const counts = new Map<AnswerType, number>();
   for (const answer of answers) {
     const type = detectAnswerType(answer, undefined);

@@ -30,7 +30,7 @@ import { renderTemplate } from '../render-template.js';
  */
 export const OPENENV_REQUIREMENT = 'openenv>=0.10,<0.11';
 
-export interface OpenEnvNames {
+interface OpenEnvNames {
   /** The Python import name: the env id's module plus `_env`, so the verifiers package (named by the module) can share a venv. */
   package: string;
   action: string;
@@ -40,7 +40,7 @@ export interface OpenEnvNames {
   environmentModule: string;
 }
 
-export function openEnvNames(envId: string): OpenEnvNames {
+function openEnvNames(envId: string): OpenEnvNames {
   const prefix = classPrefix(envId);
   const module = moduleName(envId);
   return {

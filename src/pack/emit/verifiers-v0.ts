@@ -23,17 +23,11 @@ import {
 import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
 import { renderTemplate } from '../render-template.js';
 
-export { VERIFIER_FILE_NAME } from '../environment-spec.js';
-export type { EnvironmentSpec } from '../environment-spec.js';
-
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_REQUIREMENT = 'verifiers>=0.3.1,<0.4';
 
 /** The package builds its dataset with `datasets` directly. */
-export const DATASETS_REQUIREMENT = 'datasets';
-
-/** The dataset column that carries each row's info, as JSON text (see the template). */
-export const INFO_COLUMN = 'gatekept_info';
+const DATASETS_REQUIREMENT = 'datasets';
 
 /** Paths are relative to `verifiers-v0/<envId>/`. */
 export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {

@@ -26,7 +26,7 @@ import { renderTemplate } from '../render-template.js';
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_V1_REQUIREMENT = 'verifiers>=0.4,<0.5';
 
-export interface TasksetNames {
+interface TasksetNames {
   module: string;
   taskset: string;
   task: string;
@@ -34,7 +34,7 @@ export interface TasksetNames {
   config: string;
 }
 
-export function tasksetNames(envId: string): TasksetNames {
+function tasksetNames(envId: string): TasksetNames {
   const prefix = classPrefix(envId);
   return {
     module: moduleName(envId),
