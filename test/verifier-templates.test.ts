@@ -80,5 +80,9 @@ describe('built-in verifier templates', () => {
       expect(files.get(verifier)).toBe(verifierSource);
       expect(files.get(verifier.replace(VERIFIER_FILE_NAME, SLOT_READER_FILE_NAME))).toBe(source);
     }
+    // A module that could take the place of one of the package's own files is refused.
+    for (const name of ['app.py', 'gatekept_reward.py', '__init__.py']) {
+      expect(() => renderOpenEnvPackage({ ...spec, verifierModules: { [name]: source } })).toThrow(/cannot render/);
+    }
   });
 });

@@ -132,7 +132,8 @@ const RESERVED_MODULES: ReadonlySet<string> = new Set([
   'gatekept_slots',
 ]);
 
-const MODULE_FILE_PATTERN = /^[a-z_][a-z0-9_]*\.py$/;
+/** A module shipped beside the verifier: named like gatekept's own, so it meets no file of the package's. */
+const MODULE_FILE_PATTERN = /^gatekept_[a-z0-9_]+\.py$/;
 
 export function moduleName(envId: string): string {
   return envId.replaceAll('-', '_');
