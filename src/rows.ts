@@ -36,7 +36,7 @@ export interface JsonlSource {
  * Python verifier, whose JSON reader stops at its recursion limit; real
  * rows nest a few levels.
  */
-export const MAX_NESTING = 100;
+const MAX_NESTING = 100;
 
 /** The deepest nesting of arrays and objects in `value`, looked at no further than `limit` + 1. */
 function nesting(value: unknown, limit: number): number {

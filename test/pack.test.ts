@@ -54,6 +54,9 @@ describe('gatekeep / pack', () => {
     const verifierFiles = Object.entries(files).filter(([file]) => file.endsWith('/gatekept_verifier.py'));
     expect(verifierFiles.map(([file]) => file.split('/')[0]).sort()).toEqual(['openenv', 'verifiers']);
     for (const [, digest] of verifierFiles) expect(digest).toBe(audit.package.verifier_sha256);
+    // The answer-slot reader the built-in verifier imports, byte for byte beside it.
+    const slotReader = sha256(await readFile(path.join(PACKAGE_ROOT, 'templates', 'verifiers', 'gatekept_slots.py')));
+    for (const [file] of verifierFiles) expect(files[file.replace(/gatekept_verifier\.py$/, 'gatekept_slots.py')]).toBe(slotReader);
     expect(audit.verifier.sha256).toBe(audit.package.verifier_sha256);
     expect(audit.seed_file.sha256).toBe(sha256(await readFile(seed('arith'))));
     expect(audit.decision).toBe('PASS');
@@ -215,8 +218,6 @@ describe('pack --target', () => {
     const result = await gatekeep({ seed: seed('facts-boolean'), outDir: path.join(scratch, 'targets', 'v0'), python, targets: ['verifiers-v0'] });
     expect(result.emitted).toBe(true);
     expect(Object.keys(result.packaged!.targets)).toEqual(['verifiers-v0']);
-    expect(result.packaged!.verifiers).toBeUndefined();
-    expect(result.packaged!.openenv).toBeUndefined();
     const files = Object.keys(await tree(result.packaged!.root));
     expect(new Set(files.map((file) => file.split('/')[0]))).toEqual(new Set(['verifiers-v0', 'gatekept_audit.json', 'gatekept_report.html']));
     expect(files).toContain('verifiers-v0/facts-boolean/facts_boolean/facts_boolean.py');

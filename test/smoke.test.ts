@@ -77,9 +77,9 @@ beforeAll(async () => {
     targets: ['verifiers-v1', 'verifiers-v0', 'openenv'],
   });
   expect(packed.emitted).toBe(true);
-  openenvDir = packed.packaged!.openenv!;
-  verifiersDir = packed.packaged!.verifiers!;
-  verifiersV0Dir = packed.packaged!.verifiersV0!;
+  openenvDir = packed.packaged!.targets.openenv!;
+  verifiersDir = packed.packaged!.targets['verifiers-v1']!;
+  verifiersV0Dir = packed.packaged!.targets['verifiers-v0']!;
   expect(Object.keys(packed.packaged!.targets)).toEqual(['verifiers-v1', 'verifiers-v0', 'openenv']);
   audit = JSON.parse(await readFile(packed.packaged!.audit, 'utf8')) as PackAuditRecord;
 }, 180_000);

@@ -62,7 +62,7 @@ export interface EnvAuditOptions {
   /** Also reject the weighted total on any false accept (overrides the policy). */
   strict?: boolean;
   workers?: number;
-  /** Keyword arguments for the environment's loader, as `vf-eval --env-args` takes them (see EnvLoadOptions). */
+  /** Keyword arguments for the environment's loader, as `vf-eval --env-args` takes them (see EnvLoad). */
   envArgs?: Readonly<Record<string, unknown>>;
   /** Datasets the environment loads by name, served from local files instead (name -> file; --local-dataset). */
   datasets?: Readonly<Record<string, string>>;

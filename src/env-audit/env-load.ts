@@ -27,7 +27,7 @@ export interface EnvLoad {
 }
 
 /** The suffixes `datasets` reads a local file by: the loader picks the builder from it. */
-export const DATASET_FILE_SUFFIXES = ['.jsonl', '.json', '.csv', '.parquet'] as const;
+const DATASET_FILE_SUFFIXES = ['.jsonl', '.json', '.csv', '.parquet'] as const;
 
 function existingDir(dir: string | undefined): string | null {
   if (!dir) return null;

@@ -23,7 +23,7 @@ export function answerTypeOf(seed: Seed, rows: readonly { answer: string }[]): A
   return rows.length > 0 && rows.every((row) => isNumeric(row.answer)) ? 'numeric' : 'string';
 }
 
-export const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
+const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
   arith: 'numeric',
   qa: 'string',
   choice: 'choice',

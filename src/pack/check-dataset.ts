@@ -1,25 +1,21 @@
+import { groupRows } from '../env-audit/checks/dataset-health.js';
 import type { TaskRow } from './build-dataset.js';
 import type { DatasetHealth } from './pack-record.js';
 
 /**
  * Dataset health: problems in the data that make an environment teach the
  * wrong thing even with a sound verifier. This is `pack`'s check, recorded in
- * gatekept_audit.json (`dataset_health`); `audit --env` has its own, with other
- * rules and a scored result, in src/env-audit/checks/dataset-health.ts.
+ * gatekept_audit.json (`dataset_health`); `audit --env` has its own, with a
+ * scored result, in src/env-audit/checks/dataset-health.ts. Both group
+ * duplicates with groupRows; the rules differ because pack warns about the
+ * seed it builds from, while audit --env scores a dataset built elsewhere.
  */
-
-export type { DatasetHealth } from './pack-record.js';
 
 /** Pure: duplicates and label skew. `unrewarded` comes from running the verifier. */
 export function checkDatasetHealth(rows: readonly TaskRow[], isChoice: boolean, unrewarded: readonly number[]): DatasetHealth {
-  const byQuestion = new Map<string, number[]>();
-  rows.forEach((row, index) => {
-    const key = row.question.trim().replace(/\s+/g, ' ').toLowerCase();
-    byQuestion.set(key, [...(byQuestion.get(key) ?? []), index]);
-  });
-  const duplicates = [...byQuestion.entries()]
-    .filter(([, indices]) => indices.length > 1)
-    .map(([, indices]) => ({ question: rows[indices[0]!]!.question.slice(0, 120), rows: indices }));
+  const duplicates = groupRows(rows, (row) => row.question.trim().replace(/\s+/g, ' ').toLowerCase())
+    .filter((indices) => indices.length > 1)
+    .map((indices) => ({ question: rows[indices[0]!]!.question.slice(0, 120), rows: indices }));
   const warnings: string[] = [];
   if (duplicates.length > 0) {
     const extra = duplicates.reduce((sum, group) => sum + group.rows.length - 1, 0);

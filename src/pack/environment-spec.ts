@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 
+import { MIN_SAMPLES } from '../env-audit/checks/reward-distribution.js';
 import { GatekeptError } from '../errors.js';
 import type { Row } from '../rows.js';
 import { readShippedFile, renderTemplate } from './render-template.js';
@@ -50,6 +51,12 @@ export interface EnvironmentSpec {
   verifierSource: string;
   /** Name of the reward function in that source. */
   verifierFunction: string;
+  /**
+   * Modules the verifier imports from its own directory (file name → source),
+   * gated beside it and shipped byte for byte next to it: the built-in
+   * verifiers' answer-slot reader.
+   */
+  verifierModules?: Readonly<Record<string, string>>;
   /** 'messages': called with chat-message completions; 'string': with the plain text. */
   completionFormat: CompletionFormat;
   audit: PassedAudit;
@@ -61,6 +68,8 @@ export type PackageFiles = Map<string, string>;
 
 export const VERIFIER_FILE_NAME = 'gatekept_verifier.py';
 export const REWARD_CALL_FILE_NAME = 'gatekept_reward.py';
+/** The answer-slot reader the built-in verifiers import (templates/verifiers/). */
+export const SLOT_READER_FILE_NAME = 'gatekept_slots.py';
 export const DATA_FILE_NAME = 'data.jsonl';
 
 /** The version every emitted package starts at; users bump it when they edit the package. */
@@ -120,7 +129,11 @@ const RESERVED_MODULES: ReadonlySet<string> = new Set([
   'uvicorn',
   'gatekept_verifier',
   'gatekept_reward',
+  'gatekept_slots',
 ]);
+
+/** A module shipped beside the verifier: named like gatekept's own, so it meets no file of the package's. */
+const MODULE_FILE_PATTERN = /^gatekept_[a-z0-9_]+\.py$/;
 
 export function moduleName(envId: string): string {
   return envId.replaceAll('-', '_');
@@ -161,6 +174,11 @@ export function assertRenderableSpec(spec: EnvironmentSpec): void {
   }
   if (!(COMPLETION_FORMATS as readonly string[]).includes(spec.completionFormat)) {
     problems.push(`completionFormat ${JSON.stringify(spec.completionFormat)} is not one of ${COMPLETION_FORMATS.join(', ')}`);
+  }
+  for (const name of Object.keys(spec.verifierModules ?? {})) {
+    if (!MODULE_FILE_PATTERN.test(name) || name === VERIFIER_FILE_NAME || name === REWARD_CALL_FILE_NAME) {
+      problems.push(`verifierModules: ${JSON.stringify(name)} is not a module file name the package can carry beside the verifier`);
+    }
   }
   if (spec.rows.length === 0) problems.push('rows is empty: an environment needs at least one row');
   spec.rows.forEach((row, index) => {
@@ -291,21 +309,37 @@ export function renderAuditSection(spec: EnvironmentSpec, verifierPath: string):
  * shipped byte for byte next to the verifier in every package, so a reward in
  * training receives the same arguments the verifier received while audited.
  */
-export function rewardCallSource(): string {
+function rewardCallSource(): string {
   return readShippedFile(`python/${REWARD_CALL_FILE_NAME}`);
 }
 
-/** Scored samples `audit --env --results` needs to judge a reward's distribution. */
-export const MIN_EVAL_SAMPLES = 20;
+/** The answer-slot reader, a module of its own so that the four built-in verifiers share one copy. */
+export function slotReaderSource(): string {
+  return readShippedFile(`templates/verifiers/${SLOT_READER_FILE_NAME}`);
+}
+
+/**
+ * The files every package carries in the directory `dir` that holds its
+ * verifier: the gated verifier and the modules it imports, byte for byte, and
+ * the calling convention it was gated under.
+ */
+export function verifierFiles(spec: EnvironmentSpec, dir: string): [string, string][] {
+  return [
+    [`${dir}/${VERIFIER_FILE_NAME}`, spec.verifierSource],
+    ...Object.entries(spec.verifierModules ?? {}).map(([name, source]): [string, string] => [`${dir}/${name}`, source]),
+    [`${dir}/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
+  ];
+}
+
 const EVAL_EXAMPLES = 5;
 const EVAL_ROLLOUTS = 3;
 
 /**
  * The `vf-eval -n EXAMPLES -r ROLLOUTS` an emitted README suggests: a few
  * examples, with enough rollouts each that the run gives at least
- * MIN_EVAL_SAMPLES samples, so its results can be checked by `audit --env`.
+ * MIN_SAMPLES samples, so its results can be checked by `audit --env`.
  */
 export function evalPlan(rows: number): { examples: number; rollouts: number } {
   const examples = Math.max(1, Math.min(EVAL_EXAMPLES, rows));
-  return { examples, rollouts: Math.max(EVAL_ROLLOUTS, Math.ceil(MIN_EVAL_SAMPLES / examples)) };
+  return { examples, rollouts: Math.max(EVAL_ROLLOUTS, Math.ceil(MIN_SAMPLES / examples)) };
 }

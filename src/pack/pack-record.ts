@@ -8,7 +8,7 @@ import { ANSWER_FORMATS, SEVERITIES } from '../types.js';
  * packages. One schema, read back by `smoke`; the types are inferred from it.
  */
 
-export const smokeProbeSchema = z
+const smokeProbeSchema = z
   .object({
     kind: z.enum(['honest', 'attack']),
     /** Index into the package's data.jsonl. */
@@ -20,7 +20,7 @@ export const smokeProbeSchema = z
   })
   .strict();
 
-export const datasetHealthSchema = z
+const datasetHealthSchema = z
   .object({
     rows: z.number().int(),
     duplicate_questions: z.array(z.object({ question: z.string(), rows: z.array(z.number().int()) }).strict()),

@@ -49,7 +49,7 @@ export interface GatekeepOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-export type { PackAuditRecord, SmokeProbeRecord } from './pack-record.js';
+export type { PackAuditRecord } from './pack-record.js';
 
 const SMOKE_PROBES = 12;
 const SMOKE_HONEST_ROWS = 3;
@@ -82,11 +82,6 @@ export interface GatekeepResult {
   emitted: boolean;
   packaged?: {
     root: string;
-    /** The verifiers 0.4 package (`verifiers-v1` target), when emitted. */
-    verifiers?: string;
-    /** The classic verifiers package (`verifiers-v0` target), when emitted. */
-    verifiersV0?: string;
-    openenv?: string;
     /** Every emitted package by target. */
     targets: Partial<Record<EmitTarget, string>>;
     audit: string;
@@ -171,6 +166,9 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     await mkdir(path.join(workDir, 'code'), { mode: 0o700 });
     const verifierFile = path.join(workDir, 'code', VERIFIER_FILE_NAME);
     await writeFile(verifierFile, verifier.source, { flag: 'wx' });
+    for (const [name, source] of Object.entries(verifier.modules)) {
+      await writeFile(path.join(workDir, 'code', name), source, { flag: 'wx' });
+    }
 
     const result = await gateNamingSeed(seed, () =>
       gate({
@@ -233,6 +231,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       }),
       verifierSource: verifier.source,
       verifierFunction: verifier.functionName,
+      verifierModules: verifier.modules,
       completionFormat: verifier.completionFormat,
       audit: {
         decision: 'PASS',
@@ -271,9 +270,6 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
       emitted: true,
       packaged: {
         root: outDir,
-        ...(emitted['verifiers-v1'] ? { verifiers: emitted['verifiers-v1'] } : {}),
-        ...(emitted['verifiers-v0'] ? { verifiersV0: emitted['verifiers-v0'] } : {}),
-        ...(emitted.openenv ? { openenv: emitted.openenv } : {}),
         targets: emitted,
         audit: path.join(outDir, AUDIT_FILE_NAME),
         report: path.join(outDir, REPORT_FILE_NAME),

@@ -15,7 +15,7 @@ const PLACEHOLDER = /\{\{([a-z][a-z0-9_]*)\}\}/g;
 const cache = new Map<string, string>();
 
 /** A template's text, read once per process. */
-export function readTemplate(relativePath: string): string {
+function readTemplate(relativePath: string): string {
   let text = cache.get(relativePath);
   if (text === undefined) {
     text = readFileSync(path.join(TEMPLATES_DIR, relativePath), 'utf8');

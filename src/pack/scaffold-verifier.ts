@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { choicesOf } from './build-dataset.js';
+import { SLOT_READER_FILE_NAME, slotReaderSource } from './environment-spec.js';
 import { GatekeptError } from '../errors.js';
 import type { LoadedSeed } from './seed.js';
 import { TEMPLATES_DIR } from '../paths.js';
@@ -16,6 +17,8 @@ export interface ScaffoldedVerifier {
   functionName: string;
   completionFormat: CompletionFormat;
   origin: 'builtin' | 'custom';
+  /** Modules the verifier imports from its own directory (file name → source); see EnvironmentSpec.verifierModules. */
+  modules: Readonly<Record<string, string>>;
 }
 
 /** Replace one `NAME = ...` configuration line, refusing templates that lack it. */
@@ -33,7 +36,13 @@ export async function scaffoldVerifier(loaded: LoadedSeed, answerType: AnswerTyp
     let source = await readFile(path.join(TEMPLATES_DIR, 'verifiers', template), 'utf8');
     source = setConstant(source, 'ANSWER_FORMAT', JSON.stringify(seed.answer_format), template);
     if (seed.task === 'choice') source = setConstant(source, 'CHOICES', JSON.stringify(choicesOf(seed)), template);
-    return { source, functionName: 'reward', completionFormat: 'messages', origin: 'builtin' };
+    return {
+      source,
+      functionName: 'reward',
+      completionFormat: 'messages',
+      origin: 'builtin',
+      modules: { [SLOT_READER_FILE_NAME]: slotReaderSource() },
+    };
   }
   const file = path.resolve(loaded.baseDir, seed.verifier.file);
   let source: string;
@@ -44,5 +53,5 @@ export async function scaffoldVerifier(loaded: LoadedSeed, answerType: AnswerTyp
       suggestion: 'verifier.file is resolved relative to the seed file',
     });
   }
-  return { source, functionName: seed.verifier.function, completionFormat: seed.verifier.completion_format, origin: 'custom' };
+  return { source, functionName: seed.verifier.function, completionFormat: seed.verifier.completion_format, origin: 'custom', modules: {} };
 }

@@ -14,7 +14,7 @@ import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
  * mistake names its field.
  */
 
-export const TASK_KINDS = ['arith', 'qa', 'choice', 'boolean'] as const;
+const TASK_KINDS = ['arith', 'qa', 'choice', 'boolean'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
 
 const rowSchema = z
@@ -67,7 +67,7 @@ function missingChoice(options: readonly string[]) {
     issue.input === undefined ? `missing (expected one of ${options.map((option) => JSON.stringify(option)).join(', ')})` : undefined;
 }
 
-export const seedSchema = z
+const seedSchema = z
   .object({
     name: z.string().regex(/^[a-z][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter (it becomes the environment id)'),
     description: z.string().min(1),
@@ -149,7 +149,7 @@ export interface LoadedSeed {
   source: string;
 }
 
-export function parseSeed(value: unknown, source: string, baseDir: string, sha256: string): LoadedSeed {
+function parseSeed(value: unknown, source: string, baseDir: string, sha256: string): LoadedSeed {
   const parsed = seedSchema.safeParse(value);
   if (!parsed.success) {
     throw new GatekeptError('BAD_SEED', `invalid seed ${source}`, {

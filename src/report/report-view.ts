@@ -249,7 +249,7 @@ const ISOLATION_TEXT: Readonly<Record<string, string>> = {
 };
 
 /** Worst findings shown per family. */
-export const WORST_PER_FAMILY = 2;
+const WORST_PER_FAMILY = 2;
 
 /** The worst findings of each family, families ordered by their worst severity and then by name. */
 export function worstByFamily(

@@ -11,7 +11,7 @@ import path from 'node:path';
  */
 
 /** True only when no process with this pid exists; EPERM means it does, under another user. */
-export function processGone(pid: number): boolean {
+function processGone(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);

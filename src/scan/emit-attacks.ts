@@ -17,7 +17,7 @@ import { commitment, SHAPE_SEVERITY, type Shape } from './shape.js';
  * list of more. Shapes already written are not written again.
  */
 
-export const EMITTED_FAMILY_TITLE = 'Exploits found in real rollouts';
+const EMITTED_FAMILY_TITLE = 'Exploits found in real rollouts';
 
 /** Attacks kept: a file for people to review, not a log. */
 const MAX_ATTACKS = 500;

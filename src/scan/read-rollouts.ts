@@ -41,7 +41,7 @@ export interface FieldMap {
   info: string;
 }
 
-export const DEFAULT_FIELDS: Readonly<FieldMap> = {
+const DEFAULT_FIELDS: Readonly<FieldMap> = {
   completion: 'completion',
   answer: 'answer',
   prompt: 'prompt',

@@ -40,7 +40,7 @@ const PAD = { left: 48, right: 12, top: 12, bottom: 34 };
  * The exploit rate per bucket as bars, the policy bound as a dashed line:
  * a rate that climbs across the steps is what hacking during training looks like.
  */
-export function rateChartSvg(record: ScanRecord): string {
+function rateChartSvg(record: ScanRecord): string {
   const { buckets, axis } = record.along;
   if (buckets.length === 0) return '<p class="muted">No rollout was judged: nothing to draw.</p>';
   const top = Math.min(1, Math.max(record.exploit_rate.bound * 1.5, ...buckets.map((bucket) => bucket.rate)) * 1.1 || 0.1);

@@ -70,7 +70,7 @@ const PASS_STATEMENT =
 const REJECT_STATEMENT =
   'REJECT means the rollouts give evidence of reward hacking (or could not be judged): the exploits listed are completions the verifier pays whatever the answer is. Fix the verifier (gatekept gate shows how), then re-run the evaluation.';
 
-export function decideScan(exploitRate: HackRate, bound: number, broken: readonly BrokenGold[]): ScanReason[] {
+function decideScan(exploitRate: HackRate, bound: number, broken: readonly BrokenGold[]): ScanReason[] {
   const reasons: ScanReason[] = [];
   if (exploitRate.n === 0) {
     reasons.push({ code: 'NOTHING_JUDGED', message: 'no rollout could be judged: every one failed or had a gold the verifier could not be calibrated on' });

@@ -75,7 +75,7 @@ const INVISIBLE = /[\p{Cf}\u00a0\u2000-\u200a\u3000]/u;
 const NON_ASCII_WORD = /[^\p{ASCII}]/u;
 
 /** The answer slots a text holds, in order of appearance (a slot's value trimmed; empty slots included). */
-export function answerSlots(text: string): Slot[] {
+function answerSlots(text: string): Slot[] {
   const found: { at: number; slot: Slot }[] = [];
   const collect = (pattern: RegExp, format: Slot['format'], unquote = false): void => {
     for (const match of text.matchAll(pattern)) {
@@ -99,14 +99,14 @@ export function answerSlots(text: string): Slot[] {
 }
 
 /** What the reader sees as the final answer's region: the text without closed reasoning blocks. */
-export function visibleText(text: string): string {
+function visibleText(text: string): string {
   const visible = text.replace(THINK_BLOCK, ' ');
   // An unclosed reasoning block around the only answer is the answer's own region.
   return visible.replace(/<\/?think>/gi, ' ');
 }
 
 /** Digits of any script written as ASCII, compatibility forms folded, invisible characters dropped. */
-export function foldText(text: string): string {
+function foldText(text: string): string {
   return text
     .normalize('NFKC')
     .replace(/\p{Nd}/gu, (digit) => {

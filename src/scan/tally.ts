@@ -12,7 +12,7 @@ import { SHAPES, type Shape } from './shape.js';
  */
 
 /** Rollouts shown per kind. */
-export const TOP_PER_KIND = 5;
+const TOP_PER_KIND = 5;
 /** Characters of a completion kept in an example. */
 const EXAMPLE_CHARS = 400;
 /** A recorded reward further than this from the score now differs. */

@@ -43,7 +43,25 @@ export function promptLeaksAnswer(prompt: string, answer: string): boolean {
   return !isNumeric(value) && [...value].length >= 12 && prompt.toLowerCase().includes(value.toLowerCase());
 }
 
-export function inferAnswerType(answers: readonly string[]): AnswerType {
+/**
+ * Rows grouped by `key`, each group in row order and the groups in the order
+ * of their first row; rows whose key is null belong to no group. A group of
+ * two or more is a duplicate: the rule `pack` and `audit --env` share, each
+ * with its own key.
+ */
+export function groupRows<T>(rows: readonly T[], key: (row: T) => string | null): number[][] {
+  const groups = new Map<string, number[]>();
+  rows.forEach((row, index) => {
+    const value = key(row);
+    if (value === null) return;
+    const group = groups.get(value);
+    if (group) group.push(index);
+    else groups.set(value, [index]);
+  });
+  return [...groups.values()];
+}
+
+function inferAnswerType(answers: readonly string[]): AnswerType {
   const counts = new Map<AnswerType, number>();
   for (const answer of answers) {
     const type = detectAnswerType(answer, undefined);
@@ -63,16 +81,10 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
   const type = answerType === 'auto' ? inferAnswerType(present) : answerType;
 
   // Exact duplicates: the same prompt text (rows after the first count).
-  const seen = new Map<string, number>();
-  const exact: { row: number; first: number; prompt: string }[] = [];
+  const exact = groupRows(rows, (row) => (row.prompt ?? '').trim() || null)
+    .flatMap(([first, ...others]) => others.map((row) => ({ row, first: first!, prompt: (rows[row]!.prompt ?? '').trim() })))
+    .sort((a, b) => a.row - b.row);
   const normalized = rows.map((row) => normalizeText(row.prompt ?? ''));
-  rows.forEach((row, index) => {
-    const key = (row.prompt ?? '').trim();
-    if (!key) return;
-    const first = seen.get(key);
-    if (first === undefined) seen.set(key, index);
-    else exact.push({ row: index, first, prompt: key });
-  });
   const exactRows = new Set(exact.map((pair) => pair.row));
 
   // Near duplicates: different text, (almost) the same normalised content.

@@ -43,7 +43,7 @@ export function promptedTags(instructions: string | null): string[] {
  * total passes: a policy that never answers earns that share for formatting,
  * and the weights, not the verifier, are then what keeps it honest.
  */
-export const FORMAT_SHARE_WARN = 0.25;
+const FORMAT_SHARE_WARN = 0.25;
 
 type Audited = { name: string; weight: number; audit: AuditRecord };
 

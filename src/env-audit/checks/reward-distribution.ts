@@ -8,7 +8,8 @@ import { clampScore, notApplicable, statusFor, type CheckResult } from '../recor
  * gives the learner nothing to follow. A pure function of the samples.
  */
 
-const MIN_SAMPLES = 20;
+/** Scored samples the check needs to judge a reward's distribution (emitted READMEs plan their vf-eval runs to reach it). */
+export const MIN_SAMPLES = 20;
 const MIN_STD = 0.05;
 const MAX_ZERO_SHARE = 0.9;
 const MAX_MALFORMED_SHARE = 0.1;

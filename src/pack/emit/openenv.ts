@@ -10,7 +10,6 @@ import {
   COMPLETION_ARGUMENT,
   DATA_FILE_NAME,
   PACKAGE_VERSION,
-  REWARD_CALL_FILE_NAME,
   VERIFIER_FILE_NAME,
   assertRenderableSpec,
   classPrefix,
@@ -19,7 +18,7 @@ import {
   pyString,
   renderAuditSection,
   renderRows,
-  rewardCallSource,
+  verifierFiles,
   tomlString,
 } from '../environment-spec.js';
 import type { EnvironmentSpec, PackageFiles } from '../environment-spec.js';
@@ -31,7 +30,7 @@ import { renderTemplate } from '../render-template.js';
  */
 export const OPENENV_REQUIREMENT = 'openenv>=0.10,<0.11';
 
-export interface OpenEnvNames {
+interface OpenEnvNames {
   /** The Python import name: the env id's module plus `_env`, so the verifiers package (named by the module) can share a venv. */
   package: string;
   action: string;
@@ -41,7 +40,7 @@ export interface OpenEnvNames {
   environmentModule: string;
 }
 
-export function openEnvNames(envId: string): OpenEnvNames {
+function openEnvNames(envId: string): OpenEnvNames {
   const prefix = classPrefix(envId);
   const module = moduleName(envId);
   return {
@@ -173,8 +172,7 @@ export function renderOpenEnvPackage(spec: EnvironmentSpec): PackageFiles {
         environment_module: names.environmentModule,
       }),
     ],
-    [`server/${VERIFIER_FILE_NAME}`, spec.verifierSource],
-    [`server/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
+    ...verifierFiles(spec, 'server'),
     [`server/${DATA_FILE_NAME}`, renderRows(spec.rows)],
     ['server/requirements.txt', `${OPENENV_REQUIREMENT}\n`],
     ['server/Dockerfile', renderTemplate('openenv/Dockerfile', {})],

@@ -10,7 +10,6 @@ import {
   COMPLETION_ARGUMENT,
   DATA_FILE_NAME,
   PACKAGE_VERSION,
-  REWARD_CALL_FILE_NAME,
   VERIFIER_FILE_NAME,
   assertRenderableSpec,
   fenced,
@@ -18,23 +17,17 @@ import {
   pyString,
   renderAuditSection,
   renderRows,
-  rewardCallSource,
+  verifierFiles,
   tomlString,
 } from '../environment-spec.js';
 import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
 import { renderTemplate } from '../render-template.js';
 
-export { VERIFIER_FILE_NAME } from '../environment-spec.js';
-export type { EnvironmentSpec } from '../environment-spec.js';
-
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_REQUIREMENT = 'verifiers>=0.3.1,<0.4';
 
 /** The package builds its dataset with `datasets` directly. */
-export const DATASETS_REQUIREMENT = 'datasets';
-
-/** The dataset column that carries each row's info, as JSON text (see the template). */
-export const INFO_COLUMN = 'gatekept_info';
+const DATASETS_REQUIREMENT = 'datasets';
 
 /** Paths are relative to `verifiers-v0/<envId>/`. */
 export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
@@ -94,8 +87,7 @@ export function renderVerifiersV0Package(spec: EnvironmentSpec): PackageFiles {
         verifier_name: pyString(spec.verifierFunction),
       }),
     ],
-    [`${module}/${VERIFIER_FILE_NAME}`, spec.verifierSource],
-    [`${module}/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
+    ...verifierFiles(spec, module),
     [`${module}/${DATA_FILE_NAME}`, renderRows(spec.rows)],
   ]);
 }

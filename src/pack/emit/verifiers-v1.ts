@@ -9,7 +9,6 @@ import {
   COMPLETION_ARGUMENT,
   DATA_FILE_NAME,
   PACKAGE_VERSION,
-  REWARD_CALL_FILE_NAME,
   VERIFIER_FILE_NAME,
   assertRenderableSpec,
   classPrefix,
@@ -18,7 +17,7 @@ import {
   pyString,
   renderAuditSection,
   renderRows,
-  rewardCallSource,
+  verifierFiles,
   tomlString,
 } from '../environment-spec.js';
 import { evalPlan, type EnvironmentSpec, type PackageFiles } from '../environment-spec.js';
@@ -27,7 +26,7 @@ import { renderTemplate } from '../render-template.js';
 /** The verifiers releases the emitted code is written and tested against. */
 export const VERIFIERS_V1_REQUIREMENT = 'verifiers>=0.4,<0.5';
 
-export interface TasksetNames {
+interface TasksetNames {
   module: string;
   taskset: string;
   task: string;
@@ -35,7 +34,7 @@ export interface TasksetNames {
   config: string;
 }
 
-export function tasksetNames(envId: string): TasksetNames {
+function tasksetNames(envId: string): TasksetNames {
   const prefix = classPrefix(envId);
   return {
     module: moduleName(envId),
@@ -86,8 +85,7 @@ export function renderVerifiersV1Package(spec: EnvironmentSpec): PackageFiles {
         taskset_class: names.taskset,
       }),
     ],
-    [`${module}/${VERIFIER_FILE_NAME}`, spec.verifierSource],
-    [`${module}/${REWARD_CALL_FILE_NAME}`, rewardCallSource()],
+    ...verifierFiles(spec, module),
     [`${module}/${DATA_FILE_NAME}`, renderRows(spec.rows)],
   ]);
 }
