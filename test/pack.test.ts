@@ -57,6 +57,7 @@ describe('gatekeep / pack', () => {
     // The answer-slot reader the built-in verifier imports, byte for byte beside it.
     const slotReader = sha256(await readFile(path.join(PACKAGE_ROOT, 'templates', 'verifiers', 'gatekept_slots.py')));
     for (const [file] of verifierFiles) expect(files[file.replace(/gatekept_verifier\.py$/, 'gatekept_slots.py')]).toBe(slotReader);
+    expect(audit.package.module_sha256).toEqual({ 'gatekept_slots.py': slotReader });
     expect(audit.verifier.sha256).toBe(audit.package.verifier_sha256);
     expect(audit.seed_file.sha256).toBe(sha256(await readFile(seed('arith'))));
     expect(audit.decision).toBe('PASS');

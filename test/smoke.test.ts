@@ -137,6 +137,15 @@ describe('gatekept smoke --openenv', () => {
     expect(result.stdout).toMatch(/smoke FAIL: \d+ of \d+ episodes differ from the audit/);
   });
 
+  it('fails the verifier check when a module the verifier imports from beside it is not the audited one', async () => {
+    const tree = await copyTree('tampered-module');
+    // A comment changes no reward: only the hash can tell.
+    await appendFile(path.join(tree, 'openenv', 'arith', 'server', 'gatekept_slots.py'), '\n# edited after the audit\n');
+    const result = await cli(['--openenv', path.join(tree, 'openenv', 'arith'), '--audit', path.join(tree, 'gatekept_audit.json'), '--python', python]);
+    expect(result.exitCode, result.stderr).toBe(1);
+    expect(result.stdout).toMatch(/FAIL verifier.*gatekept_slots\.py is not the audited file/);
+  });
+
   it('exits 3 with the traceback when the server cannot start', async () => {
     const tree = await copyTree('broken');
     await appendFile(path.join(tree, 'openenv', 'arith', 'server', 'app.py'), '\nraise RuntimeError("broken on purpose")\n');

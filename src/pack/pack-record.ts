@@ -41,6 +41,8 @@ export const packAuditRecordSchema = auditRecordSchema
         env_id: z.string(),
         verifier_file: z.string(),
         verifier_sha256: z.string(),
+        /** The modules written beside the verifier that it imports (file name → sha256): they ran in the audit too. */
+        module_sha256: z.record(z.string(), z.string()).optional(),
         verifier_origin: z.enum(['builtin', 'custom']),
         /** How the packaged environment asks for the answer to be written. */
         answer_format: z.enum(ANSWER_FORMATS),

@@ -151,6 +151,9 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
   const answerType = answerTypeOf(seed, rows);
   const verifier = await scaffoldVerifier(loaded, answerType);
   const verifierSha256 = createHash('sha256').update(verifier.source).digest('hex');
+  const moduleSha256 = Object.fromEntries(
+    Object.entries(verifier.modules ?? {}).map(([name, source]) => [name, createHash('sha256').update(source).digest('hex')]),
+  );
   // The layout the verifier reads: a declared template replaces the built-in
   // format for the golds checked, the smoke probes and the packages' gold replies.
   const template = seed.answer_template;
@@ -202,6 +205,7 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
         env_id: seed.name,
         verifier_file: VERIFIER_FILE_NAME,
         verifier_sha256: verifierSha256,
+        ...(Object.keys(moduleSha256).length > 0 ? { module_sha256: moduleSha256 } : {}),
         verifier_origin: verifier.origin,
         answer_format: seed.answer_format,
       },

@@ -71,7 +71,14 @@ export interface ReportAudit {
   timing?: { total_ms?: number; phases?: Record<string, number> } & Record<string, unknown>;
   /** Written by `pack`. */
   seed_file?: { name: string; sha256: string };
-  package?: { env_id: string; verifier_file: string; verifier_sha256: string; verifier_origin?: string; answer_format?: string };
+  package?: {
+    env_id: string;
+    verifier_file: string;
+    verifier_sha256: string;
+    module_sha256?: Record<string, string>;
+    verifier_origin?: string;
+    answer_format?: string;
+  };
   dataset_health?: { warnings: string[] };
 }
 
@@ -370,6 +377,7 @@ export function provenanceRows(record: ReportAudit): [string, string][] {
   if (record.package) {
     rows.push(['packaged verifier', `${record.package.verifier_file} (${record.package.verifier_origin ?? 'custom'})`]);
     rows.push(['packaged verifier sha256', record.package.verifier_sha256]);
+    for (const [name, digest] of Object.entries(record.package.module_sha256 ?? {})) rows.push([`module ${name} sha256`, digest]);
   }
   if (record.seed_file) rows.push(['seed file', `${record.seed_file.name}, sha256 ${record.seed_file.sha256}`]);
   rows.push(['seed', String(record.seed)]);

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { sha256File } from '../audit/build-record.js';
 import path from 'node:path';
 import * as z from 'zod';
 import { renderInFormat } from '../audit/answer-values.js';
@@ -149,16 +149,21 @@ export async function checkAgainstAudit(audit: Audit, pkg: PackageInfo, rows: re
         : `rows ${badRows.join(', ')} of ${DATA_FILE_NAME} do not hold the audited gold (row ${badRows[0]}: ${brief(rows[badRows[0]!]?.answer ?? 'missing')}, audited ${brief(golds.get(badRows[0]!))})`,
   });
   if (audit.package?.verifier_sha256) {
-    const actual = createHash('sha256')
-      .update(await readFile(pkg.verifierFile))
-      .digest('hex');
-    const same = actual === audit.package.verifier_sha256;
+    // The verifier and each module it imports from beside it: all of them ran in the audit.
+    const audited: [string, string][] = [
+      [pkg.verifierFile, audit.package.verifier_sha256],
+      ...Object.entries(audit.package.module_sha256 ?? {}).map(([name, digest]): [string, string] => [path.join(path.dirname(pkg.verifierFile), name), digest]),
+    ];
+    const found = await Promise.all(audited.map(async ([file, digest]) => ({ file, digest, actual: await sha256File(file) })));
+    const changed = found.filter((entry) => entry.actual !== entry.digest);
+    const first = changed[0];
     checks.push({
       name: 'verifier',
-      ok: same,
-      detail: same
-        ? `${path.relative(pkg.dir, pkg.verifierFile)} is the audited file (sha256 ${actual.slice(0, 12)}…)`
-        : `${path.relative(pkg.dir, pkg.verifierFile)} is not the audited file (sha256 ${actual.slice(0, 12)}…, audited ${audit.package.verifier_sha256.slice(0, 12)}…)`,
+      ok: first === undefined,
+      detail:
+        first === undefined
+          ? `${found.map((entry) => path.relative(pkg.dir, entry.file)).join(', ')} ${found.length === 1 ? 'is the audited file' : 'are the audited files'} (sha256 ${found[0]!.actual!.slice(0, 12)}…)`
+          : `${path.relative(pkg.dir, first.file)} is not the audited file (${first.actual === null ? 'missing' : `sha256 ${first.actual.slice(0, 12)}…`}, audited ${first.digest.slice(0, 12)}…)`,
     });
   }
   return checks;
