@@ -121,6 +121,23 @@ export function openingCandidates(corpus: Corpus, plan: GoldPlan): Candidate[] {
   );
 }
 
+/**
+ * What a row whose attack never started keeps of its opening's raw
+ * payloads. Where a call of theirs timed out or crashed the worker and so
+ * ended the audit, those candidates are judged (an error, whatever the
+ * levels), as they would have been after calibration: the reason the audit
+ * stopped is the verifier's failure on them. The rest are only spare calls.
+ */
+function stoppedOpening(early: readonly Candidate[], results: readonly EvalResult[], stopped: boolean): Pick<RowOutcome, 'spare' | 'attack'> {
+  const failed = stopped ? early.flatMap((_, index) => (results[index]!.status === 'timeout' || results[index]!.status === 'crashed' ? [index] : [])) : [];
+  const spare = results.filter((_, index) => !failed.includes(index));
+  if (failed.length === 0) return { spare, attack: null };
+  const candidates = failed.map((index) => early[index]!);
+  const shown = failed.map((index) => results[index]!);
+  const verdicts = screen({ candidates, results: shown, levels: () => undefined }) as Verdict[];
+  return { spare, attack: { candidates, verdicts, shown, variants: [], results: [] } };
+}
+
 /** Calibrate, attack, screen and settle one row. */
 export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: RowSettings): Promise<RowOutcome> {
   const row = plan.row.index;
@@ -143,7 +160,14 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   const scored = new Map(early.map((candidate, index) => [candidate.completion, opening[probes.length + index]!] as const));
   const levels = computeLevels(probes, calibration);
   if (levels.broken || evaluator.stopped) {
-    return { plan, probes, calibration, levels, spare: [...scored.values()], attack: null, judgeMs: judgeMs + performance.now() - judging };
+    return {
+      plan,
+      probes,
+      calibration,
+      levels,
+      ...stoppedOpening(early, opening.slice(probes.length), evaluator.stopped),
+      judgeMs: judgeMs + performance.now() - judging,
+    };
   }
 
   const formats = attackFormats(levels, settings.format);
