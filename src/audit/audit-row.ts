@@ -155,9 +155,27 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
       progress: true,
     },
   );
-  judging = performance.now();
   const calibration = opening.slice(0, probes.length);
-  const scored = new Map(early.map((candidate, index) => [candidate.completion, opening[probes.length + index]!] as const));
+  // A crash stops an evaluation (the rest of it is skipped, so that it costs
+  // one restart): when it was a raw payload's, the probes it left are sent
+  // again on their own, as they would have been scored before it had
+  // calibration gone first. The payloads it left go with the attack.
+  const left = calibration.flatMap((result, index) => (result.status === 'skipped' ? [index] : []));
+  if (left.length > 0 && !evaluator.stopped && calibration.every((result) => result.status === 'ok' || result.status === 'skipped')) {
+    const again = await evaluator.evaluate(
+      left.map((index) => requestFor(plan, probes[index]!.completion)),
+      { key: `row ${row} calibrate`, phase: 'calibrate' },
+    );
+    left.forEach((index, position) => {
+      calibration[index] = again[position]!;
+    });
+  }
+  judging = performance.now();
+  const scored = new Map(
+    early.flatMap((candidate, index) =>
+      opening[probes.length + index]!.status === 'skipped' ? [] : [[candidate.completion, opening[probes.length + index]!] as const],
+    ),
+  );
   const levels = computeLevels(probes, calibration);
   if (levels.broken || evaluator.stopped) {
     return {
