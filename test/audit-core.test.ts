@@ -20,6 +20,8 @@ class FakeSession implements CallQueue {
   readonly ready = Promise.resolve();
   calls = 0;
   closed = false;
+  /** The completions scored, in the order the session saw them. */
+  readonly seen: string[] = [];
 
   constructor(private readonly reward: Reward) {}
 
@@ -28,6 +30,7 @@ class FakeSession implements CallQueue {
   async evaluate(requests: readonly EvalRequest[]): Promise<EvalResult[]> {
     if (this.closed) throw new Error('evaluate after close');
     this.calls += requests.length;
+    for (const request of requests) this.seen.push(request.completion);
     return requests.map((request) => {
       const scored = this.reward(request.completion, request.answer);
       const { reward, ms } = typeof scored === 'number' ? { reward: scored, ms: 0.01 } : scored;
@@ -59,6 +62,20 @@ function fakeVerifier(reward: Reward, freshReward: Reward = reward): FakeVerifie
   };
 }
 
+/** A verifier with state of its own in each process: every session (the queue, each fresh one) gets its own `makeReward()`. */
+function perProcess(makeReward: () => Reward): FakeVerifier {
+  const fresh: FakeSession[] = [];
+  return {
+    calls: new FakeSession(makeReward()),
+    fresh,
+    openFresh: async (): Promise<VerifierSession> => {
+      const session = new FakeSession(makeReward());
+      fresh.push(session);
+      return session;
+    },
+  };
+}
+
 function audit(verifier: Verifier, options: Partial<AuditOptions> = {}): Promise<AuditOutcome> {
   const given: AuditOptions = { reward: 'fake.py:reward', answer: '42', ...options };
   return runAudit(given, verifier, { started: performance.now(), policy: effectivePolicy(given), formats: resolveFormats(given.format), verifierFile: null });
@@ -67,6 +84,11 @@ function audit(verifier: Verifier, options: Partial<AuditOptions> = {}): Promise
 const exact: Reward = (completion, answer) => (completion.trim() === answer ? 1 : 0);
 const substring: Reward = (completion, answer) => (completion.includes(answer) ? 1 : 0);
 const lastNumber: Reward = (completion, answer) => ((completion.match(/-?\d+(?:\.\d+)?/g) ?? []).at(-1) === answer ? 1 : 0);
+
+/** An answer alone in a layout, after an optional reasoning block: what calibration sends, the gold and a wrong value in each. */
+const ALONE_IN_A_LAYOUT =
+  /^(?:<think>[\s\S]*?<\/think>\n)?(?:[^\s{}<>]+|\\boxed\{[^{}]*\}|<answer>[^<]*<\/answer>|Answer: \S+|#### \S+|\{"answer": "[^"]*"\})$/;
+const boxedOnly: Reward = (completion, answer) => (completion.trim() === `\\boxed{${answer}}` ? 1 : 0);
 
 const codes = (outcome: AuditOutcome): string[] => outcome.record.reasons.map((reason) => reason.code);
 
@@ -147,5 +169,54 @@ describe('the audit core against an in-process verifier', () => {
     expect(first.record.seed).toBe(7);
     expect(withoutTiming(second.record)).toEqual(withoutTiming(first.record));
     expect(second.probes).toEqual(first.probes);
+  });
+
+  it('rejects a verifier strict only in a process that opens on calibration, whatever the seed', async () => {
+    // It opens on calibration in the audit's worker, and on the audit's longest
+    // attack (about 5000 characters) in the re-check's fresh process; a
+    // process of a training run opens on neither.
+    const calibrationFirst = (): Reward => {
+      let calls = 0;
+      let strict = true;
+      let openedLong = false;
+      return (completion, answer) => {
+        calls += 1;
+        if (calls === 1) openedLong = completion.length >= 4096;
+        if (!openedLong && calls <= 24 && !ALONE_IN_A_LAYOUT.test(completion)) strict = false;
+        return strict ? boxedOnly(completion, answer) : substring(completion, answer);
+      };
+    };
+    for (const seed of [0, 1, 2, 3]) {
+      const { record } = await audit(perProcess(calibrationFirst), { seed });
+      expect(record.decision, `seed ${seed}`).toBe('REJECT');
+    }
+  });
+
+  it('rejects a verifier strict only while its process opens on a short completion, whatever the seed', async () => {
+    const firstShort = (): Reward => {
+      let strict: boolean | undefined;
+      return (completion, answer) => {
+        strict ??= completion.length < 1000;
+        return strict ? boxedOnly(completion, answer) : substring(completion, answer);
+      };
+    };
+    for (const seed of [0, 1, 2, 3]) {
+      const outcome = await audit(perProcess(firstShort), { seed });
+      expect(codes(outcome), `seed ${seed}`).toContain('NOT_A_FUNCTION');
+    }
+  });
+
+  it("opens the re-check's fresh process on an attack of a training completion's length drawn by the seed, not always the longest", async () => {
+    const openings: { length: number; longest: number }[] = [];
+    for (const seed of [0, 1, 2, 3, 4, 5, 6, 7]) {
+      const verifier = fakeVerifier(boxedOnly);
+      await audit(verifier, { seed });
+      const opening = verifier.fresh[0]!.seen[0]!;
+      const longest = Math.max(...verifier.calls.seen.filter((completion) => completion.length <= 8192).map((completion) => completion.length));
+      expect(verifier.calls.seen).toContain(opening);
+      openings.push({ length: opening.length, longest });
+    }
+    expect(openings.every(({ length }) => length >= 1000)).toBe(true);
+    expect(openings.some(({ length, longest }) => length < longest)).toBe(true);
   });
 });

@@ -315,11 +315,12 @@ describe('a REJECT writes nothing', () => {
 
   it.each([
     ['faulty/env-change.py', [/side effects: env_changed/]],
-    // Each of the 4 rows stops at its own first crash.
-    ['faulty/crash-on-attacks.py', [/crashed on 4 attack candidates/]],
+    // Each of the 4 rows stops at its own first crash, in its opening and in its attack.
+    ['faulty/crash-on-attacks.py', [/crashed on 8 attack candidates/]],
     // A hang costs one 500 ms call timeout, not one per candidate: the
-    // audit stops at the first, and says which rows it left unaudited.
-    ['faulty/loop-forever.py', [/timed out on a (valid|plainly wrong) answer/, /stopped at the first timeout or crash/]],
+    // audit stops at the first (on a calibration probe or on a raw payload
+    // sent beside them), and says which rows it left unaudited.
+    ['faulty/loop-forever.py', [/timed out on a (valid|plainly wrong) answer|timed-out on 1 attack candidate/, /stopped at the first timeout or crash/]],
   ] as const)('%s', async (verifier, reasons) => {
     const parent = await mkdtemp(path.join(scratch, 'reject-'));
     const out = path.join(parent, 'nested', 'out');

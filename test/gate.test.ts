@@ -151,7 +151,8 @@ describe('gate on real verifiers', () => {
     const policy = parsePolicy({ timeouts: { call_ms: 500 } });
     const result = await gate({ ...base, reward: verifier('hangs'), answer: '42', policy });
     expect(result.decision).toBe('REJECT');
-    expect(result.record.reasons[0]!.message).toMatch(/timed out/);
+    // On a calibration probe or on an attack sent beside calibration, as the seeded order has it.
+    expect(result.record.reasons.map((reason) => reason.message).join('\n')).toMatch(/timed.out/);
     // One call timeout, a kill and a restart; never dozens of timeouts in a
     // row: every call of this verifier hangs, so each call made is a timeout.
     expect(result.record.timing.evaluations).toBeLessThan(5);

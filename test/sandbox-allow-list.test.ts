@@ -192,6 +192,12 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
     expect(run.exitCode, run.stderr).toBe(1);
   });
 
+  it("a verifier strict only in a process that opens as an audit's worker or its re-check did is rejected", async () => {
+    const run = await gate('calibration_first');
+    expect(run.stdout).toMatch(/"decision": ?"REJECT"/);
+    expect(run.exitCode, run.stderr).toBe(1);
+  });
+
   it('a verifier that points its reply descriptor at /dev/null ends the gate as could not audit (exit 3), never a hang or a verdict', async () => {
     const run = await gate('silence_replies');
     expect(run.exitCode, run.stderr).toBe(3);

@@ -1,7 +1,7 @@
 import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
 import type { Corpus } from './corpus.js';
-import type { Evaluator } from './evaluator.js';
+import { SLOW_INPUT_MIN_CHARS, type Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
 import {
   hedgeGain,
@@ -24,9 +24,10 @@ import { renderInFormat, type CustomFormat, type FormatName } from './answer-val
 import type { AnswerFormat, AnswerType } from '../types.js';
 
 /**
- * One row of the gate, start to end: calibrate its gold, attack it in the
- * formats it was accepted in (with honest variants alongside), screen the
- * results, and settle every rewarded candidate with the invariance test.
+ * One row of the gate, start to end: calibrate its gold (with the raw
+ * payloads of ordinary length alongside: see openingCandidates), attack it
+ * in the formats it was accepted in (with honest variants alongside), screen
+ * the results, and settle every rewarded candidate with the invariance test.
  * Rows run side by side, each waiting only for its own calls, so the
  * workers always have another row's calls to run; what a row found is then
  * committed to the audit's state in row order (commitRow), so the record
@@ -70,6 +71,12 @@ export interface RowOutcome {
   probes: Probe[];
   calibration: EvalResult[];
   levels: Levels;
+  /**
+   * Calls of the row's opening whose candidates the row did not judge (its
+   * gold was broken, or its raw payloads were written after a reasoning
+   * block): their side effects count all the same.
+   */
+  spare: EvalResult[];
   /** Null when the gold is broken or the audit stopped before the attack. */
   attack: {
     candidates: Candidate[];
@@ -93,19 +100,93 @@ export interface RowSettings {
   onCandidates: (count: number) => void;
 }
 
+/**
+ * The raw payloads a row's opening sends beside its calibration: those
+ * written in no answer format and shorter than a slow input. Calibration
+ * decides which formats are attacked, and whether raw payloads follow a
+ * reasoning block (when every accepted format needs one), so the row's
+ * other candidates wait for it; these do not depend on it in the usual
+ * case. Sent with the calibration probes in one seeded order, they make a
+ * process's first calls a mix of the audit's kinds instead of always the
+ * gold and a wrong value in every layout, which a verifier could take for
+ * the sign of an audit and stay strict for. The long ones wait: a slow
+ * verifier spends call timeouts on them, and they are worth that only once
+ * calibration found the verifier auditable (the opening's calls are all too
+ * short to be slow inputs, so a timeout there stops the audit as
+ * calibration's always did).
+ */
+export function openingCandidates(corpus: Corpus, plan: GoldPlan): Candidate[] {
+  return expandCandidates(corpus, { ...plan.context, formats: [], thinkFormats: [], thinkRaw: false }, plan.row.index).filter(
+    (candidate) => candidate.format === null && candidate.completion.length < SLOW_INPUT_MIN_CHARS,
+  );
+}
+
+/**
+ * What a row whose attack never started keeps of its opening's raw
+ * payloads. Where a call of theirs timed out or crashed the worker and so
+ * ended the audit, those candidates are judged (an error, whatever the
+ * levels), as they would have been after calibration: the reason the audit
+ * stopped is the verifier's failure on them. The rest are only spare calls.
+ */
+function stoppedOpening(early: readonly Candidate[], results: readonly EvalResult[], stopped: boolean): Pick<RowOutcome, 'spare' | 'attack'> {
+  const failed = stopped ? early.flatMap((_, index) => (results[index]!.status === 'timeout' || results[index]!.status === 'crashed' ? [index] : [])) : [];
+  const spare = results.filter((_, index) => !failed.includes(index));
+  if (failed.length === 0) return { spare, attack: null };
+  const candidates = failed.map((index) => early[index]!);
+  const shown = failed.map((index) => results[index]!);
+  const verdicts = screen({ candidates, results: shown, levels: () => undefined }) as Verdict[];
+  return { spare, attack: { candidates, verdicts, shown, variants: [], results: [] } };
+}
+
 /** Calibrate, attack, screen and settle one row. */
 export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: RowSettings): Promise<RowOutcome> {
   const row = plan.row.index;
-  const probes = calibrationProbes(plan.context.gold, plan.context.wrong[0]!, settings.custom);
-  // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
-  const calibration = await evaluator.evaluate(
-    probes.map((probe) => requestFor(plan, probe.completion)),
-    { key: `row ${row} calibrate`, phase: 'calibrate' },
-  );
   let judging = performance.now();
-  let judgeMs = 0;
+  const probes = calibrationProbes(plan.context.gold, plan.context.wrong[0]!, settings.custom);
+  const early = openingCandidates(settings.corpus, plan);
+  let judgeMs = performance.now() - judging;
+  // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
+  const opening = await evaluator.evaluate(
+    [...probes.map((probe) => requestFor(plan, probe.completion)), ...early.map((candidate) => requestFor(plan, candidate.completion))],
+    {
+      key: `row ${row} opening`,
+      phase: 'calibrate',
+      phaseOf: (index) => (index < probes.length ? 'calibrate' : 'attack'),
+      progress: true,
+    },
+  );
+  const calibration = opening.slice(0, probes.length);
+  // A crash stops an evaluation (the rest of it is skipped, so that it costs
+  // one restart): when it was a raw payload's, the probes it left are sent
+  // again on their own, as they would have been scored before it had
+  // calibration gone first. The payloads it left go with the attack.
+  const left = calibration.flatMap((result, index) => (result.status === 'skipped' ? [index] : []));
+  if (left.length > 0 && !evaluator.stopped && calibration.every((result) => result.status === 'ok' || result.status === 'skipped')) {
+    const again = await evaluator.evaluate(
+      left.map((index) => requestFor(plan, probes[index]!.completion)),
+      { key: `row ${row} calibrate`, phase: 'calibrate' },
+    );
+    left.forEach((index, position) => {
+      calibration[index] = again[position]!;
+    });
+  }
+  judging = performance.now();
+  const scored = new Map(
+    early.flatMap((candidate, index) =>
+      opening[probes.length + index]!.status === 'skipped' ? [] : [[candidate.completion, opening[probes.length + index]!] as const],
+    ),
+  );
   const levels = computeLevels(probes, calibration);
-  if (levels.broken || evaluator.stopped) return { plan, probes, calibration, levels, attack: null, judgeMs: performance.now() - judging };
+  if (levels.broken || evaluator.stopped) {
+    return {
+      plan,
+      probes,
+      calibration,
+      levels,
+      ...stoppedOpening(early, opening.slice(probes.length), evaluator.stopped),
+      judgeMs: judgeMs + performance.now() - judging,
+    };
+  }
 
   const formats = attackFormats(levels, settings.format);
   const thinkFormats = levels.thinkFormats.filter((format) => formats.includes(format));
@@ -114,16 +195,23 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   const firstFormat = formats[0];
   const variants = firstFormat ? honestVariants(plan.row.answer, settings.answerType, firstFormat).map((variant) => ({ ...variant, format: firstFormat })) : [];
   settings.onCandidates(candidates.length);
+  // A completion the opening scored is not scored again.
+  const unscored = candidates.flatMap((candidate, index) => (scored.has(candidate.completion) ? [] : [index]));
   const requests = [
-    ...candidates.map((candidate) => requestFor(plan, candidate.completion)),
+    ...unscored.map((index) => requestFor(plan, candidates[index]!.completion)),
     ...variants.map((variant) => requestFor(plan, variant.completion)),
   ];
   judgeMs += performance.now() - judging;
   // Attacks and honest variants go out together: one evaluation, no idle worker between them.
   const combined = await evaluator.evaluate(requests, { key: `row ${row} attack`, phase: 'attack', progress: true });
   judging = performance.now();
-  const attackResults = combined.slice(0, candidates.length);
-  const variantResults = combined.slice(candidates.length);
+  const attackResults = candidates.map((candidate) => scored.get(candidate.completion)!);
+  unscored.forEach((index, position) => {
+    attackResults[index] = combined[position]!;
+  });
+  const variantResults = combined.slice(unscored.length);
+  const judged = new Set(candidates.map((candidate) => candidate.completion));
+  const spare = [...scored].flatMap(([completion, result]) => (judged.has(completion) ? [] : [result]));
 
   // The invariance test: every rewarded candidate again, under alternate golds
   // (and every hedge paid partial credit, where a fresh gold gives it a baseline).
@@ -220,6 +308,7 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
     probes,
     calibration,
     levels,
+    spare,
     attack: {
       candidates,
       verdicts,
@@ -237,6 +326,7 @@ export function commitRow(outcome: RowOutcome, state: AuditState): void {
   const { plan, probes, calibration, levels } = outcome;
   const row = plan.row.index;
   state.tally.addSideEffects(calibration);
+  state.tally.addSideEffects(outcome.spare);
   state.acceptedByRow.set(row, attackFormats(levels, 'auto'));
   state.calibration.push(...calibrationRows(row, levels.table));
   if (levels.broken) state.broken.push({ row, answer: plan.row.answer, reason: levels.broken });

@@ -4,8 +4,8 @@ import type { AnswerFormat, AnswerType } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
 
 /**
- * Calibration: before any attack, score the gold and a plainly-wrong value in
- * every answer format (and after a <think> block). The formats where the gold
+ * Calibration: before any attack in an answer format, score the gold and a
+ * plainly-wrong value in every answer format (and after a <think> block). The formats where the gold
  * scores above the wrong value are the ones the verifier accepts, and the two
  * levels are the yardstick every attack in that format is judged by.
  */

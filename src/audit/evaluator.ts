@@ -17,7 +17,7 @@ const SLOW_INPUT_PHASES: ReadonlySet<string> = new Set(['attack', 'invariance'])
  * always did. A slow input costs two call timeouts; one at least as long as
  * an input already found slow costs one (it is not run again alone).
  */
-const SLOW_INPUT_MIN_CHARS = 2000;
+export const SLOW_INPUT_MIN_CHARS = 2000;
 /**
  * Slow inputs that may each cost two call timeouts before the audit stops,
  * as it did at the first: a verifier that hangs on everything would
@@ -43,8 +43,18 @@ const MAX_OWN_TIMER_RERUNS = 64;
 export interface EvaluateCall {
   /** Names the evaluation within the audit (`row 3 attack`); see Evaluator.evaluate. */
   key: string;
-  /** The phase its calls count towards in the per-phase times. */
+  /**
+   * The phase its calls count towards in the per-phase times, and that says
+   * whether a timed-out call may be a slow input (see SLOW_INPUT_PHASES).
+   */
   phase: string;
+  /**
+   * Where one evaluation carries the calls of two phases (a row's opening:
+   * calibration and the first attacks), the phase of each request, by index:
+   * its time counts there, and an attack's call may open the re-check's
+   * fresh process (see rescore.ts). `phase` for every request by default.
+   */
+  phaseOf?: (index: number) => string;
   /** Counts towards the progress reported (the attack's calls). */
   progress?: boolean;
 }
@@ -111,14 +121,15 @@ export class Evaluator {
     );
   }
 
-  /** Count the calls made, and add the time they took to their phase. */
-  private count(results: readonly EvalResult[], phase: string): void {
+  /** Count the calls made, and add the time each took to its phase (one, or each request's). */
+  private count(results: readonly EvalResult[], phase: string | ((index: number) => string)): void {
     let ms = 0;
-    for (const result of results) {
+    results.forEach((result, index) => {
       if (result.status !== 'skipped') this.evaluations += 1;
-      ms += result.ms;
-    }
-    this.callMs[phase] = (this.callMs[phase] ?? 0) + ms;
+      if (typeof phase === 'string') ms += result.ms;
+      else this.callMs[phase(index)] = (this.callMs[phase(index)] ?? 0) + result.ms;
+    });
+    if (typeof phase === 'string') this.callMs[phase] = (this.callMs[phase] ?? 0) + ms;
   }
 
   /**
@@ -196,8 +207,9 @@ export class Evaluator {
     const results = await evaluateShuffled(requests, this.seed, call.key, async (shuffled) =>
       this.settleTimes(shuffled, await this.withRetry(shuffled, report, call.phase)),
     );
-    this.rescore.add(call.key, requests, results);
-    this.count(results, call.phase);
+    const { phaseOf } = call;
+    this.rescore.add(call.key, requests, results, phaseOf ? (index) => phaseOf(index) === 'attack' : call.phase === 'attack');
+    this.count(results, phaseOf ?? call.phase);
     return results;
   }
 

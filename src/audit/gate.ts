@@ -16,8 +16,10 @@ import type { AnswerFormat, AnswerType, CompletionFormat } from '../types.js';
 
 /**
  * The gate, top to bottom: plan the audit, calibrate the verifier on the
- * gold and a wrong answer in every format, attack it in the formats it
- * accepts, settle every rewarded attack with the invariance test, check the
+ * gold and a wrong answer in every format (in one seeded order with the raw
+ * payloads, which do not depend on it: see openingCandidates), attack it in
+ * the formats it accepts, settle every rewarded attack with the invariance
+ * test, re-score a sample in the warm workers and a fresh process, check the
  * dataset's golds when packing, score the exploits, decide, and write the
  * record. Rows are audited a bounded number at a time, side by side, so
  * memory stays flat however large the audit and the workers never wait on

@@ -7,19 +7,33 @@ import { mayHaveMetOwnLimit } from './slow-calls.js';
  * production: a verifier that counts calls, or that is strict only while it
  * believes it is audited, can answer the audit one way and training another.
  * Calls go out in a seeded order (so no verifier can count on the first call
- * being the bare gold), and at the end a sample of the audited calls is
- * scored again, by the warm workers and by a fresh process. Any reward that
+ * being the bare gold, nor a row's first calls being its calibration: see
+ * audit-row.ts), and at the end a sample of the audited calls is scored
+ * again, by the warm workers and by a fresh process. Any reward that
  * changed is reported.
  */
 
 const SAMPLE_SIZE = 48;
 
 /**
- * The fresh process opens on the longest attack of the whole audit up to this
- * size: training completions run to thousands of characters, and a verifier
- * that is strict only while its process opens on something shorter must meet
- * one here. Longer ones are the slow-input probes, which a slow verifier
- * would spend the opening call on.
+ * The fresh process opens on an attack of the audit drawn by the seed among
+ * those of a training completion's length, from OPENING_MIN_CHARS to
+ * OPENING_MAX_CHARS. A training run's process opens on a reasoning trace
+ * and its answer, a thousand characters and more, where an audit's workers
+ * open on short replies (the warm-up's, calibration's, most attacks): a
+ * verifier strict only while its process opens on something short meets a
+ * long opening here, whatever the seed. Drawn, not the longest: a verifier
+ * that knew the fresh process always opens on the audit's longest attack
+ * (one corpus payload, of a length it can learn) could stay strict for that
+ * opening alone. What a draw cannot catch is a verifier strict for some
+ * lengths of training's range and lenient for others; the draw meets the
+ * lenient ones with the share of the range's attacks they hold.
+ */
+const OPENING_MIN_CHARS = 1000;
+/**
+ * Longer ones are the slow-input probes, which a slow verifier would spend
+ * the opening call on. When no attack is of a training completion's length,
+ * the fresh process opens on the longest one under this.
  */
 const OPENING_MAX_CHARS = 8192;
 
@@ -84,17 +98,27 @@ export class RescoreSample {
   private readonly kept: Kept[] = [];
   /** Index of the highest draw kept: the one a lower draw replaces. */
   private highest = -1;
-  /** The fresh process's first call (see OPENING_MAX_CHARS), with the reward the audit gave it. */
-  private opening: Kept | null = null;
+  /**
+   * The fresh process's first call (see OPENING_MIN_CHARS), with the reward
+   * the audit gave it: the lowest opening draw among the attacks of a
+   * training completion's length, and the longest shorter one in case there
+   * is none. Its rank is the opening draw.
+   */
+  private drawnOpening: Kept | null = null;
+  private longestShort: Kept | null = null;
 
   constructor(private readonly seed: number) {}
 
-  add(key: string, requests: readonly EvalRequest[], results: readonly EvalResult[]): void {
+  /**
+   * The calls of one evaluation, named by its key; `attack` says which of
+   * them are attacks (all, none, or by index): the fresh process opens on one.
+   */
+  add(key: string, requests: readonly EvalRequest[], results: readonly EvalResult[], attack: boolean | ((index: number) => boolean) = false): void {
     const rng = makeRng(this.seed, 'rescore', key);
     results.forEach((result, index) => {
       const rank = rng();
       if (result.status !== 'ok' || result.reward === null) return;
-      this.considerOpening(key, index, requests[index]!, result, rank);
+      if (attack === true || (attack !== false && attack(index))) this.considerOpening(key, index, requests[index]!, result);
       const full = this.kept.length === SAMPLE_SIZE;
       // Most draws lose to the highest kept on the number alone: no tie-breaker is made for them.
       if (full && rank > this.kept[this.highest]!.rank) return;
@@ -113,13 +137,20 @@ export class RescoreSample {
     return this.kept.length;
   }
 
-  private considerOpening(key: string, index: number, request: EvalRequest, result: EvalResult, rank: number): void {
+  private considerOpening(key: string, index: number, request: EvalRequest, result: EvalResult): void {
     const length = request.completion.length;
-    if (!ATTACK_KEY.test(key) || length > OPENING_MAX_CHARS) return;
+    if (length > OPENING_MAX_CHARS) return;
     const tie = `${key}#${index}`;
-    const current = this.opening;
-    if (current && (length < current.request.completion.length || (length === current.request.completion.length && !before(rank, tie, current)))) return;
-    this.opening = { request, reward: result.reward!, ownTimer: mayHaveMetOwnLimit(result), rank, tie };
+    const entry = (rank: number): Kept => ({ request, reward: result.reward!, ownTimer: mayHaveMetOwnLimit(result), rank, tie });
+    if (length >= OPENING_MIN_CHARS) {
+      // Drawn from the call's own seed, so the draw does not depend on the order evaluations finish in.
+      const draw = makeRng(this.seed, 'fresh-opening', key, index)();
+      if (!this.drawnOpening || before(draw, tie, this.drawnOpening)) this.drawnOpening = entry(draw);
+      return;
+    }
+    const current = this.longestShort;
+    if (current && (length < current.request.completion.length || (length === current.request.completion.length && tie > current.tie))) return;
+    this.longestShort = entry(0);
   }
 
   /**
@@ -136,10 +167,12 @@ export class RescoreSample {
     if (this.kept.length === 0) return { changed: 0, total: 0, example: null, timing: null };
     const sorted = [...this.kept].sort((a, b) => (before(a.rank, a.tie, b) ? -1 : 1));
     // The opening call is compared like the sample's, by the fresh process only.
-    const sample = this.opening && !sorted.includes(this.opening) ? [...sorted, this.opening] : sorted;
+    const opening = this.drawnOpening ?? this.longestShort;
+    const at = opening ? sorted.findIndex((entry) => entry.tie === opening.tie) : -1;
+    const sample = opening && at < 0 ? [...sorted, opening] : sorted;
     const requests = sample.map((entry) => entry.request);
     const expected = sample.map((entry) => entry.reward);
-    const freshIndices = freshOpening(sample);
+    const freshIndices = freshSequence(sample.length, opening ? (at < 0 ? sample.length - 1 : at) : -1);
     const freshOrder = freshIndices.map((index) => requests[index]!);
     // The two passes share no process, so neither can see the other's calls;
     // the warm one goes to one worker, as the fresh one does.
@@ -182,25 +215,14 @@ export class RescoreSample {
   }
 }
 
-const ATTACK_KEY = / attack$/;
-
 /**
- * The fresh process's order (indices into the sample): the sample reversed, opening on the longest
- * completion an attack sent. An audit's workers open on a row's calibration
- * (short golds); a training run opens on a long completion. A verifier
- * that is strict only when its process opens on a short completion is
- * strict in the audit's workers and lenient here, and the reward it
- * changes is reported.
+ * The fresh process's order (indices into the sample): the opening first,
+ * then the rest of the sample reversed, so that it meets the calls in
+ * another order than the warm pass does (both seeded, by the sample's draws).
  */
-function freshOpening(sample: readonly Kept[]): number[] {
-  const order = sample.map((_, index) => index).reverse();
-  let opening = -1;
-  order.forEach((index, position) => {
-    const entry = sample[index]!;
-    if (!/ attack#/.test(entry.tie)) return;
-    if (opening < 0 || entry.request.completion.length > sample[order[opening]!]!.request.completion.length) opening = position;
-  });
-  if (opening > 0) order.unshift(...order.splice(opening, 1));
+function freshSequence(size: number, opening: number): number[] {
+  const order: number[] = opening >= 0 ? [opening] : [];
+  for (let index = size - 1; index >= 0; index -= 1) if (index !== opening) order.push(index);
   return order;
 }
 
