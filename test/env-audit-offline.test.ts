@@ -1,10 +1,11 @@
 /**
  * `gatekept audit --env` on local copies of the public environments' shapes,
  * with the real libraries and no network: a Hub dataset read from a
- * pre-filled Hugging Face cache or a local file, environment arguments, a
- * custom answer tag declared with --format, a 0.4 Taskset checking with
- * math-verify, and the classic gsm8k shape (vf.MathRubric). Also the option
- * table `gate` and `audit` share, and the pure helpers behind them.
+ * pre-filled Hugging Face cache or a local file, environment arguments, and
+ * the classic gsm8k shape (vf.MathRubric). Also the option table `gate` and
+ * `audit` share, and the pure helpers behind them. The 0.4 shapes, which need
+ * no cache, are in env-audit-v1-shapes.test.ts, a file of their own so that
+ * both run side by side.
  */
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -19,30 +20,13 @@ import { progressLine, timeLeft } from '../src/cli/progress.js';
 import { auditEnv } from '../src/env-audit/env-audit.js';
 import { hfCacheAt, parseDatasetFiles, parseEnvArgs, userHfCache } from '../src/env-audit/env-load.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
 import { BIN, cliInProcess } from './support/cli.js';
-import { testPython } from './support/test-python.js';
+import { AUDIT_TIMEOUT_MS, check, ENV_POLICY as POLICY, ENVS, EXPLOIT_CODES, ROWS, V0, WORKERS } from './support/env-audit.js';
 
-const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
 const SAMPLE = path.join(ENVS, 'gsm8k-sample');
-/** The reasons that say a reward was gamed: the only ones that may decide where nothing else is wrong. */
-const EXPLOIT_CODES = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
-const V1 = () => testPython('verifiers-v1');
-const V0 = () => testPython('verifiers-v0');
-const ROWS = 2;
-const WORKERS = 2;
-/** Importing verifiers takes seconds of CPU; the tests are about verdicts, so imports get room on a busy machine. */
-const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
-/** The same for the command line. */
+/** The same policy for the command line. */
 const POLICY_TOML = '[timeouts]\nimport_ms = 300000\ntotal_s = 3600\n';
-/** Each audit loads verifiers several times; on a busy machine that is minutes. */
-const SLOW = 900_000;
-
-function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
-  const found = record.checks.find((entry) => entry.name === name);
-  if (!found) throw new Error(`no ${name} check`);
-  return found;
-}
+const SLOW = AUDIT_TIMEOUT_MS;
 
 /** Every file under a directory with its size and modification time, to show a cache was left as it was. */
 async function snapshot(dir: string): Promise<string[]> {
@@ -167,43 +151,7 @@ describe('a Hub dataset, offline', () => {
   );
 });
 
-describe("the public environments' shapes", () => {
-  it(
-    'a custom answer tag (reverse_text style) passes once its layout is declared with --format',
-    async () => {
-      const options = { policy: POLICY, env: path.join(ENVS, 'v1-reverse'), python: V1(), rows: ROWS, workers: WORKERS };
-      const declared = await auditEnv({ ...options, format: ['<reversed_text>{}</reversed_text>'] });
-      expect(check(declared.record, 'reward_design').status).toBe('PASS');
-      expect(declared.record.total?.target.golds[0]?.accepted_formats).toEqual(['<reversed_text>{}</reversed_text>']);
-      expect(declared.exitCode).toBe(0);
-      // Undeclared, the layout is named from the instructions: not audited, not gameable.
-      const undeclared = await auditEnv(options);
-      expect(check(undeclared.record, 'reward_design')).toMatchObject({
-        status: 'NOT_RUN',
-        evidence: { suggested_formats: ['<reversed_text>{}</reversed_text>'] },
-      });
-      expect(check(undeclared.record, 'reward_design').justification).toMatch(/declare the layout with --format '<reversed_text>\{\}<\/reversed_text>'/);
-      expect(undeclared.exitCode).toBe(3);
-    },
-    SLOW,
-  );
-
-  it(
-    'a 0.4 Taskset whose reward checks with math-verify is judged on what it pays alone',
-    async () => {
-      const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
-      // The environment loads and its reward is gated: nothing about pools,
-      // timers or imports decides. Plain math-verify reads `72%` as 72 and as
-      // 0.72, a re-reading that pays one reply under two golds, so the verdict
-      // is the exploit's when there is one, and PASS otherwise.
-      const total = result.record.total!;
-      expect(total).not.toBeNull();
-      expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
-      expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
-    },
-    SLOW,
-  );
-
+describe("the public environments' shapes: classic gsm8k", () => {
   it(
     'the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone',
     async () => {

@@ -1,7 +1,9 @@
 /**
- * `gatekept audit --env` against small environments built for both library
- * versions (test/fixtures/envs), loaded and scored with the real verifiers
- * 0.4 and 0.3.1 in the test venvs, plus the pure checks on hand-made inputs.
+ * `gatekept audit --env` against small verifiers 0.4 environments
+ * (test/fixtures/envs), loaded and scored with the real verifiers 0.4 in its
+ * test venv, plus the pure checks on hand-made inputs. The classic 0.3
+ * environments are in env-audit-classic.test.ts, a file of their own so
+ * that both run side by side.
  */
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,7 +11,6 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
-import { withoutTiming } from '../src/audit/record.js';
 import { checkContamination } from '../src/env-audit/checks/contamination.js';
 import { checkDatasetHealth, promptLeaksAnswer } from '../src/env-audit/checks/dataset-health.js';
 import { checkIntegrity } from '../src/env-audit/checks/integrity.js';
@@ -20,30 +21,10 @@ import { loadAgainstFile, loadResultsFile } from '../src/env-audit/input-files.j
 import { ENV_LOADER_PATH } from '../src/env-audit/inspect-env.js';
 import { decisionFor, type CheckResult, type EnvAuditRecord } from '../src/env-audit/record.js';
 import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
-import { PACKAGE_ROOT } from '../src/paths.js';
 import { cli, cliInProcess } from './support/cli.js';
-import { testPython } from './support/test-python.js';
+import { AUDIT_TIMEOUT_MS, check, ENV_POLICY as POLICY, ENVS, makeResults, once, ROWS, V0, V1, WORKERS } from './support/env-audit.js';
 
-const ENVS = path.join(PACKAGE_ROOT, 'test', 'fixtures', 'envs');
-const V1 = () => testPython('verifiers-v1');
-const V0 = () => testPython('verifiers-v0');
-/** Two rows keep each gate run to a few seconds; the decision rule is the gate's own. */
-const ROWS = 2;
-/**
- * Importing verifiers 0.4 takes seconds of CPU; on a busy machine more than
- * the default import limit, which would leave these audits INCOMPLETE. The
- * tests are about verdicts, so they give imports room.
- */
-const POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
-// Each audit loads verifiers several times: on a busy machine that is minutes, not seconds.
-vi.setConfig({ testTimeout: 900_000 });
-const WORKERS = 2;
-
-function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
-  const found = record.checks.find((entry) => entry.name === name);
-  if (!found) throw new Error(`no ${name} check`);
-  return found;
-}
+vi.setConfig({ testTimeout: AUDIT_TIMEOUT_MS });
 
 async function leftovers(): Promise<string[]> {
   const names = await readdir(os.tmpdir());
@@ -52,22 +33,24 @@ async function leftovers(): Promise<string[]> {
 
 let scratch: string;
 let healthyV1: string;
-let collapsedV0: string;
-let healthyV0: string;
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-env-audit-test-'));
   healthyV1 = path.join(scratch, 'traces.jsonl');
-  collapsedV0 = path.join(scratch, 'collapsed-results.jsonl');
-  healthyV0 = path.join(scratch, 'results.jsonl');
-  const make = path.join(ENVS, 'make_results.py');
-  await execa(V1(), [make, 'v1', 'healthy', path.join(ENVS, 'v1-sound'), healthyV1], { env: { HF_DATASETS_OFFLINE: '1' } });
-  await execa(V0(), [make, 'v0', 'collapsed', path.join(ENVS, 'v0-sound'), collapsedV0], { env: { HF_DATASETS_OFFLINE: '1' } });
-  await execa(V0(), [make, 'v0', 'healthy', path.join(ENVS, 'v0-sound'), healthyV0], { env: { HF_DATASETS_OFFLINE: '1' } });
+  await makeResults('v1', 'v1-sound', { healthy: healthyV1 });
 });
 
 afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
+});
+
+/**
+ * One audit of the module that does not import, read by the tests of --json
+ * and of --report: both outputs of the same run.
+ */
+const brokenRun = once(async () => {
+  const markdown = path.join(scratch, 'env-report.md');
+  return { markdown, run: await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--json', '--report', markdown]) };
 });
 
 describe('verifiers 0.4 environments', () => {
@@ -189,7 +172,7 @@ describe('verifiers 0.4 environments', () => {
   });
 
   it('a module that does not import fails integrity with exit 2 and the record on --json', async () => {
-    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--json']);
+    const { run } = await brokenRun();
     expect(run.exitCode).toBe(2);
     const record = JSON.parse(run.stdout) as EnvAuditRecord;
     expect(record.decision).toBe('REJECT');
@@ -201,8 +184,7 @@ describe('verifiers 0.4 environments', () => {
   });
 
   it('--report writes the scorecard of checks as Markdown or HTML, and refuses an unknown extension before loading', async () => {
-    const markdown = path.join(scratch, 'env-report.md');
-    const run = await cli(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', markdown]);
+    const { markdown, run } = await brokenRun();
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/report written to .*env-report\.md/);
     const text = await readFile(markdown, 'utf8');
@@ -229,102 +211,15 @@ describe('verifiers 0.4 environments', () => {
         '--disable-pip-version-check',
         '--target',
         target,
-        path.join(ENVS, 'v1-sound'),
+        // A one-reward taskset: its gate is the weighted total's, the one run that shows the workers find the module too.
+        path.join(ENVS, 'v1-dump'),
       ],
       { stdin: 'ignore' },
     );
-    const result = await auditEnv({ policy: POLICY, env: 'someone/v1-sound@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
-    expect(result.record.env).toMatchObject({ id: 'v1_sound', kind: 'verifiers-v1', path: null });
+    const result = await auditEnv({ policy: POLICY, env: 'someone/v1-dump@0.1.0', pythonpath: [target], python: V1(), rows: 1, workers: WORKERS });
+    expect(result.record.env).toMatchObject({ id: 'v1_dump', kind: 'verifiers-v1', path: null });
     expect(check(result.record, 'integrity').status).toBe('PASS');
     expect(result.record.total?.decision).toBeDefined();
-  });
-});
-
-describe('classic verifiers 0.3 environments', () => {
-  it('a sound environment gates through its rubric and parser; contamination and a collapsed distribution fail', async () => {
-    const run = await cli([
-      'audit',
-      '--env',
-      path.join(ENVS, 'v0-sound'),
-      '--python',
-      V0(),
-      '--rows',
-      String(ROWS),
-      '--workers',
-      String(WORKERS),
-      '--against',
-      path.join(ENVS, 'contamination.jsonl'),
-      '--results',
-      collapsedV0,
-    ]);
-    expect(run.exitCode).toBe(1);
-    expect(run.stdout).toMatch(/^check +status +score +justification$/m);
-    expect(run.stdout).toMatch(/^reward design +PASS +10\.0/m);
-    expect(run.stdout).toMatch(/^contamination +FAIL +\d+\.\d +1 exact and 2 near matches/m);
-    expect(run.stdout).toMatch(/^reward distribution +FAIL +\d+\.\d +30 samples: every reward is 0\.1/m);
-    expect(run.stdout).toMatch(/^REJECT: score \d+\.\d\/10/m);
-  });
-
-  it('--json: every check with evidence and the gate records inside', async () => {
-    const run = await cli([
-      'audit',
-      '--env',
-      path.join(ENVS, 'v0-sound'),
-      '--python',
-      V0(),
-      '--rows',
-      String(ROWS),
-      '--workers',
-      String(WORKERS),
-      '--against',
-      path.join(ENVS, 'unrelated.jsonl'),
-      '--results',
-      healthyV0,
-      '--json',
-    ]);
-    expect(run.exitCode).toBe(0);
-    const record = JSON.parse(run.stdout) as EnvAuditRecord;
-    expect(record.env).toMatchObject({ id: 'v0_sound', kind: 'verifiers-v0', rows_total: 12 });
-    expect(record.checks.map((entry) => [entry.name, entry.status])).toEqual([
-      ['integrity', 'PASS'],
-      ['reward_design', 'PASS'],
-      ['dataset_health', 'PASS'],
-      ['contamination', 'PASS'],
-      ['reward_distribution', 'PASS'],
-    ]);
-    expect(record.total?.schema).toMatch(/^gatekept\.audit\//);
-    expect(record.rewards.map((reward) => reward.name)).toEqual(['correct', 'formatted']);
-    expect(record.policy).toMatchObject({ env_audit: { weights: { reward_design: 4 } } });
-    expect(check(record, 'reward_distribution').evidence).toMatchObject({ layout: 'verifiers-v0', scored: 30 });
-  });
-
-  it('a reward that accepts answer dumps fails reward design; the record is deterministic apart from timing', async () => {
-    const options = { policy: POLICY, env: path.join(ENVS, 'v0-dump'), python: V0(), rows: ROWS, workers: WORKERS };
-    const result = await auditEnv(options);
-    expect(result.exitCode).toBe(1);
-    expect(check(result.record, 'reward_design').status).toBe('FAIL');
-    expect(check(result.record, 'reward_design').evidence.families_fired).toContain('answer-dump');
-    expect(check(result.record, 'integrity').status).toBe('PASS');
-    const again = await auditEnv({ ...options, workers: 1 });
-    const untimed = (record: EnvAuditRecord) =>
-      JSON.stringify({
-        ...record,
-        total: record.total && withoutTiming(record.total),
-        rewards: record.rewards.map((reward) => ({ ...reward, audit: reward.audit && withoutTiming(reward.audit) })),
-      });
-    expect(untimed(again.record)).toBe(untimed(result.record));
-  });
-
-  it('duplicated rows and an empty answer fail dataset health', async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-dupes'), python: V0(), rows: 1, workers: WORKERS });
-    expect(check(result.record, 'dataset_health')).toMatchObject({ status: 'FAIL', evidence: { duplicates_total: 2, empty_answers_total: 1 } });
-  });
-
-  it('a module that does not import fails integrity with exit 2', async () => {
-    const run = await cli(['audit', '--env', path.join(ENVS, 'v0-broken'), '--python', V0()]);
-    expect(run.exitCode).toBe(2);
-    expect(run.stdout).toMatch(/^integrity +FAIL +0\.0 +does not load \(import\).*gatekept_no_such_module/m);
-    expect(run.stdout).toMatch(/^REJECT/m);
   });
 });
 
@@ -365,15 +260,6 @@ describe('bad input', () => {
     expect(parsePolicy({ env_audit: { weights: { integrity: 5 } } }).envAudit.weights.integrity).toBe(5);
     expect(() => parsePolicy({ env_audit: { weights: { integrity: -1 } } })).toThrow(/invalid policy/);
     expect(() => parsePolicy({ env_audit: { weights: { speed: 1 } } })).toThrow(/invalid policy/);
-  });
-});
-
-describe('alternate golds through an environment', () => {
-  it("gives an alternate gold the row's own aliases: a sound alias reward of a classic environment passes", async () => {
-    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-aliases'), python: V0(), rows: 4, workers: WORKERS });
-    expect(result.exitCode).toBe(0);
-    expect(check(result.record, 'reward_design').status).toBe('PASS');
-    expect(result.record.total?.findings_total).toBe(0);
   });
 });
 
