@@ -7,7 +7,7 @@ import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { loaderConfig, type EnvLoad } from './env-load.js';
-import { ENV_LOADER_PATH, ENV_SHIM_PATH } from './inspect-env.js';
+import { copyEnvShim } from './inspect-env.js';
 
 /**
  * Run the gate through an environment's own scoring path: the verifier the
@@ -64,8 +64,7 @@ export async function gateThroughEnv(options: EnvGateOptions): Promise<GateResul
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-shim-${process.pid}-`));
   const label = `${options.spec} (${options.reward === null ? 'weighted total' : `reward ${options.reward}`})`;
   try {
-    await copyFile(ENV_SHIM_PATH, path.join(dir, 'env_shim.py'));
-    await copyFile(ENV_LOADER_PATH, path.join(dir, 'env_loader.py'));
+    await copyEnvShim(dir);
     // The gate makes only the verifier's directory and --pythonpath readable
     // in its workers: local dataset files are copied beside the shim, and the
     // cache directories ride on the import path, which the shim takes them

@@ -1,4 +1,4 @@
-import { rm } from 'node:fs/promises';
+import { copyFile, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import path from 'node:path';
 import * as z from 'zod';
@@ -22,6 +22,13 @@ import { LOAD_TIMEOUT_STAGE } from './record.js';
 
 export const ENV_LOADER_PATH = path.join(PACKAGE_ROOT, 'python', 'env_loader.py');
 export const ENV_SHIM_PATH = path.join(PACKAGE_ROOT, 'python', 'env_shim.py');
+/** The modules env_loader.py imports from beside it: wherever it is copied, they go with it. */
+const ENV_LOADER_MODULES = ['env_adapters.py', 'env_common.py'].map((name) => path.join(PACKAGE_ROOT, 'python', name));
+
+/** Copy the shim, the loader and the loader's modules into `dir`, the directory the gate imports the shim from. */
+export async function copyEnvShim(dir: string): Promise<void> {
+  for (const file of [ENV_SHIM_PATH, ENV_LOADER_PATH, ...ENV_LOADER_MODULES]) await copyFile(file, path.join(dir, path.basename(file)));
+}
 
 const rewardSchema = z
   .object({

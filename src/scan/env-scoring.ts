@@ -1,8 +1,8 @@
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
-import { ENV_LOADER_PATH, ENV_SHIM_PATH, inspectEnv } from '../env-audit/inspect-env.js';
+import { copyEnvShim, inspectEnv } from '../env-audit/inspect-env.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import type { Rollout } from './read-rollouts.js';
 
@@ -70,8 +70,7 @@ export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvSco
   });
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-scan-shim-${process.pid}-`));
   try {
-    await copyFile(ENV_SHIM_PATH, path.join(dir, 'env_shim.py'));
-    await copyFile(ENV_LOADER_PATH, path.join(dir, 'env_loader.py'));
+    await copyEnvShim(dir);
     await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: null }));
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
