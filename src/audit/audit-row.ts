@@ -123,19 +123,25 @@ export function openingCandidates(corpus: Corpus, plan: GoldPlan): Candidate[] {
 
 /**
  * What a row whose attack never started keeps of its opening's raw
- * payloads. Where a call of theirs timed out or crashed the worker and so
- * ended the audit, those candidates are judged (an error, whatever the
- * levels), as they would have been after calibration: the reason the audit
- * stopped is the verifier's failure on them. The rest are only spare calls.
+ * payloads. Where the verifier failed on one (a raise, a timeout or a crash,
+ * which may have ended the audit), that candidate is judged, an error
+ * whatever the levels, as it would have been after calibration: a failure
+ * on a completion the audit sent is the verifier's, whichever call of the
+ * process it was. The rest are only spare calls.
  */
-function stoppedOpening(early: readonly Candidate[], results: readonly EvalResult[], stopped: boolean): Pick<RowOutcome, 'spare' | 'attack'> {
-  const failed = stopped ? early.flatMap((_, index) => (results[index]!.status === 'timeout' || results[index]!.status === 'crashed' ? [index] : [])) : [];
+function stoppedOpening(early: readonly Candidate[], results: readonly EvalResult[]): Pick<RowOutcome, 'spare' | 'attack'> {
+  const failed = early.flatMap((_, index) => (failedOn(results[index]!) ? [index] : []));
   const spare = results.filter((_, index) => !failed.includes(index));
   if (failed.length === 0) return { spare, attack: null };
   const candidates = failed.map((index) => early[index]!);
   const shown = failed.map((index) => results[index]!);
   const verdicts = screen({ candidates, results: shown, levels: () => undefined }) as Verdict[];
   return { spare, attack: { candidates, verdicts, shown, variants: [], results: [] } };
+}
+
+/** Whether the verifier failed on a call (a skipped call was never made). */
+function failedOn(result: EvalResult): boolean {
+  return result.status !== 'skipped' && (result.status !== 'ok' || result.reward === null);
 }
 
 /** Calibrate, attack, screen and settle one row. */
@@ -183,7 +189,7 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
       probes,
       calibration,
       levels,
-      ...stoppedOpening(early, opening.slice(probes.length), evaluator.stopped),
+      ...stoppedOpening(early, opening.slice(probes.length)),
       judgeMs: judgeMs + performance.now() - judging,
     };
   }
@@ -191,7 +197,17 @@ export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: R
   const formats = attackFormats(levels, settings.format);
   const thinkFormats = levels.thinkFormats.filter((format) => formats.includes(format));
   const thinkRaw = formats.length > 0 && formats.every((format) => thinkFormats.includes(format));
-  const candidates = expandCandidates(settings.corpus, { ...plan.context, formats, thinkFormats, thinkRaw }, row);
+  const expanded = expandCandidates(settings.corpus, { ...plan.context, formats, thinkFormats, thinkRaw }, row);
+  // A raw payload of the opening that the attack does not send again (there
+  // it follows a reasoning block) is judged all the same where the verifier
+  // failed on it: a raise, a timeout or a crash on a completion the audit
+  // sent is one, whichever call of the process it was.
+  const sent = new Set(expanded.map((candidate) => candidate.completion));
+  const failedEarly = early.filter((candidate) => {
+    const result = scored.get(candidate.completion);
+    return result !== undefined && !sent.has(candidate.completion) && failedOn(result);
+  });
+  const candidates = [...expanded, ...failedEarly];
   const firstFormat = formats[0];
   const variants = firstFormat ? honestVariants(plan.row.answer, settings.answerType, firstFormat).map((variant) => ({ ...variant, format: firstFormat })) : [];
   settings.onCandidates(candidates.length);
