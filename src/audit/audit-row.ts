@@ -100,6 +100,9 @@ export interface RowSettings {
   onCandidates: (count: number) => void;
 }
 
+/** Raw payloads in a row's opening, beside its calibration probes. */
+const OPENING_RAW_PAYLOADS = 24;
+
 /**
  * The raw payloads a row's opening sends beside its calibration: those
  * written in no answer format and shorter than a slow input. Calibration
@@ -116,9 +119,14 @@ export interface RowSettings {
  * calibration's always did).
  */
 export function openingCandidates(corpus: Corpus, plan: GoldPlan): Candidate[] {
-  return expandCandidates(corpus, { ...plan.context, formats: [], thinkFormats: [], thinkRaw: false }, plan.row.index).filter(
+  const raw = expandCandidates(corpus, { ...plan.context, formats: [], thinkFormats: [], thinkRaw: false }, plan.row.index).filter(
     (candidate) => candidate.format === null && candidate.completion.length < SLOW_INPUT_MIN_CHARS,
   );
+  // As many as the calibration probes, spread over the corpus's families:
+  // enough for the mix, and a verifier broken on its gold (calibration then
+  // ends the row) is not made to score hundreds of payloads first.
+  if (raw.length <= OPENING_RAW_PAYLOADS) return raw;
+  return Array.from({ length: OPENING_RAW_PAYLOADS }, (_, index) => raw[Math.floor((index * raw.length) / OPENING_RAW_PAYLOADS)]!);
 }
 
 /**
