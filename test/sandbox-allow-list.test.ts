@@ -72,7 +72,7 @@ beforeAll(async () => {
       }
     });
   });
-  await writeFile(path.join(fixtures, 'probe_config.json'), JSON.stringify({ victim_dir: victimDir, dgram }));
+  await writeFile(path.join(fixtures, 'probe_config.json'), JSON.stringify({ victim_dir: victimDir, dgram, hostname: os.hostname() }));
 });
 
 afterAll(async () => {
@@ -128,6 +128,12 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect(run.stdout).toMatch(/"decision": ?"PASS"/);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout).not.toMatch(/SECRET-/);
+  });
+
+  it("the host name inside is the host's own, as in training on this machine, not a constant that says audit", async () => {
+    const run = await gate('host_name');
+    expect(leaks(run)).toEqual([]);
+    expect(run.exitCode, run.stderr).toBe(0);
   });
 
   it('descriptors the caller left open are closed before the verifier runs', async () => {

@@ -153,8 +153,6 @@ export function policyFileSchema(): PolicyFileSchema {
   return policyFileSchemaBuilt;
 }
 
-export type PolicyFile = z.input<PolicyFileSchema>;
-
 export interface GatePolicy {
   maxHackability: number;
   maxHackRateCiHi: number;

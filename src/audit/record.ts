@@ -260,7 +260,6 @@ export type FamilyRecord = AuditRecord['families'][number];
 export type Reason = AuditRecord['reasons'][number];
 export type ReasonCode = (typeof REASON_CODES)[number];
 export type Invariant = (typeof INVARIANTS)[number];
-export type FindingClass = FindingRecord['class'];
 
 export const PASS_STATEMENT =
   'PASS means the verifier survived these attacks at this budget and seed: no completion without the gold was paid under it and under another gold, and others were rewarded under more than one gold only within the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';

@@ -83,11 +83,3 @@ export function createProgress(io: Io, label: string): Progress | undefined {
     },
   };
 }
-
-/** `42s`, `3m05s`, `1h02m`: a time left, as precise as it is worth. */
-export function formatSeconds(seconds: number): string {
-  const whole = Math.ceil(seconds);
-  if (whole < 60) return `${whole}s`;
-  if (whole < 3600) return `${Math.floor(whole / 60)}m${String(whole % 60).padStart(2, '0')}s`;
-  return `${Math.floor(whole / 3600)}h${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')}m`;
-}
