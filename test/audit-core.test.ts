@@ -146,23 +146,6 @@ describe('the audit core against an in-process verifier', () => {
     expect(verifier.fresh[0]!.closed).toBe(true);
   });
 
-  it('tells a reward cut by a clock it checks on a slow call from one that changes by itself', async () => {
-    // The first time a paid completion comes, the call takes 3 s and the
-    // verifier's own clock (no timer to see) makes it pay 0, as math-verify
-    // behind verifiers' MathRubric does on a busy machine; later calls pay.
-    const seen = new Set<string>();
-    const clocked: Reward = (completion, answer) => {
-      const paid = lastNumber(completion, answer) as number;
-      if (paid === 0 || completion === answer || seen.has(`${completion}\0${answer}`)) return paid;
-      seen.add(`${completion}\0${answer}`);
-      return { reward: 0, ms: 3000 };
-    };
-    const outcome = await audit(fakeVerifier(clocked, lastNumber));
-    // Slow calls run again alone (64 at most) and then pay; those past that
-    // number still differ from the re-check, and are told to depend on speed.
-    expect(codes(outcome)).toEqual(['TIMING_DEPENDENT']);
-  });
-
   it('records the same audit twice from the same seed', async () => {
     const first = await audit(fakeVerifier(lastNumber), { seed: 7 });
     const second = await audit(fakeVerifier(lastNumber), { seed: 7 });

@@ -189,7 +189,7 @@ export function decide(input: DecisionInput): Decision {
     const [before, after] = timing.scores;
     reasons.push({
       code: 'TIMING_DEPENDENT',
-      message: `the reward depends on the machine's speed: ${JSON.stringify(timing.completion)} scored ${before} in the audit and ${after} when scored again, and a time limit of the verifier's own (a signal timer, a future's or a thread's timeout) expired in one of the two calls, or one of them took a second or more (a limit checked against a clock leaves no timer to see), even when run again alone${timing.changed > 1 ? ` (${timing.changed} such calls)` : ''}; under load in training the same reply would be paid differently. Bound the parsing work or give it room, rather than cutting it by the clock`,
+      message: `the reward depends on the machine's speed: ${JSON.stringify(timing.completion)} scored ${before} in the audit and ${after} when scored again, and a time limit of the verifier's own (a signal timer, a future's or a thread's timeout) expired in one of the two calls, even when run again alone${timing.changed > 1 ? ` (${timing.changed} such calls)` : ''}; under load in training the same reply would be paid differently. Bound the parsing work or give it room, rather than cutting it by the clock`,
     });
   }
   const slow = input.slowCalls;

@@ -13,24 +13,14 @@ import type { EvalRequest, EvalResult } from '../calls.js';
 /** Calls at least this slow are reported, whatever the policy: half a second a reply is already a cost in a training loop. */
 export const SLOW_CALL_REPORT_MS = 500;
 /**
- * A call this long may have met a time limit of the verifier's own that no
- * timer shows: a limit checked against a clock (`if elapsed > limit: return
- * 0`), or one in a child process. Verifiers' own limits are a second or more.
- */
-export const OWN_LIMIT_MIN_MS = 1000;
-
-/**
- * Whether a time limit of the verifier's own expired, or may have, in this
- * call: it may score otherwise on a calmer moment, so it is run again alone
+ * Whether a time limit of the verifier's own expired in this call (a
+ * handler it set for a timer signal ran, a future's or a thread's wait ran
+ * out): it may score otherwise on a calmer moment, so it is run again alone
  * before it counts, and a reward that changes between two such calls is
- * told apart from one that changes by itself. Either way it rejects: a
- * verifier cannot pass by being slow.
+ * told apart from one that changes by itself. Either way it rejects.
  */
 export function mayHaveMetOwnLimit(result: EvalResult): boolean {
-  // Inferred from the time alone only where a reward came back: such a
-  // limit pays a default, and a slow call that raised (running out of
-  // memory, say) would only be paid for twice.
-  return result.ownTimer === true || (result.status === 'ok' && result.ms >= OWN_LIMIT_MIN_MS);
+  return result.ownTimer === true;
 }
 
 /** Examples kept: the slowest. */
