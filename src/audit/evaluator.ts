@@ -2,7 +2,7 @@ import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
 import { skippedResult, type CallQueue, type EvalRequest, type EvalResult, type VerifierSession } from '../calls.js';
 import { evaluateShuffled, RescoreSample, type RecheckOutcome } from './rescore.js';
-import { mayHaveMetOwnLimit, SlowCalls } from './slow-calls.js';
+import { SlowCalls } from './slow-calls.js';
 
 /**
  * Phases whose calls score attack candidates: a candidate that times out
@@ -25,9 +25,8 @@ export const SLOW_INPUT_MIN_CHARS = 2000;
  */
 const MAX_SLOW_INPUTS = 16;
 /**
- * Calls in which a time limit of the verifier's own expired, or may have
- * (see mayHaveMetOwnLimit), are run again alone, at most this many per
- * audit: each costs about as long as the call did.
+ * Calls in which a time limit of the verifier's own expired are run again
+ * alone, at most this many per audit: each costs at most that limit.
  */
 const MAX_OWN_TIMER_RERUNS = 64;
 
@@ -159,7 +158,7 @@ export class Evaluator {
     for (let index = 0; index < results.length; index += 1) {
       const result = results[index]!;
       if (result.status !== 'ok' && result.status !== 'raised') continue;
-      const ownLimit = mayHaveMetOwnLimit(result) && this.ownTimerReruns < MAX_OWN_TIMER_RERUNS;
+      const ownLimit = result.ownTimer === true && this.ownTimerReruns < MAX_OWN_TIMER_RERUNS;
       if (ownLimit || this.slow.isOverLimit(result, false)) {
         if (ownLimit) this.ownTimerReruns += 1;
         const again = await this.rerunAlone(requests[index]!);

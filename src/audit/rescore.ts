@@ -1,6 +1,5 @@
 import { makeRng } from './answer-values.js';
 import type { CallQueue, EvalRequest, EvalResult, VerifierSession } from '../calls.js';
-import { mayHaveMetOwnLimit } from './slow-calls.js';
 
 /**
  * A reward is a function of its inputs, or the audit proves nothing about
@@ -66,8 +65,8 @@ export async function evaluateShuffled(
 
 /**
  * The re-check's verdict: calls whose reward changed, and among them those
- * where a time limit of the verifier's own expired, or may have, in one of
- * the two calls compared (even when run again alone): a reward that depends on how fast
+ * where a time limit of the verifier's own expired in one of the two calls
+ * compared (even when run again alone): a reward that depends on how fast
  * the machine is, told apart from one that changes by itself.
  */
 export interface RecheckOutcome {
@@ -80,7 +79,7 @@ export interface RecheckOutcome {
 interface Kept {
   request: EvalRequest;
   reward: number;
-  /** A time limit of the verifier's own expired, or may have, in the audited call (see mayHaveMetOwnLimit). */
+  /** A time limit of the verifier's own expired in the audited call. */
   ownTimer: boolean;
   /** The seeded draw that ranks it: the sample is the SAMPLE_SIZE lowest. */
   rank: number;
@@ -124,7 +123,7 @@ export class RescoreSample {
       if (full && rank > this.kept[this.highest]!.rank) return;
       const tie = `${key}#${index}`;
       if (full && !before(rank, tie, this.kept[this.highest]!)) return;
-      const entry = { request: requests[index]!, reward: result.reward, ownTimer: mayHaveMetOwnLimit(result), rank, tie };
+      const entry = { request: requests[index]!, reward: result.reward, ownTimer: result.ownTimer === true, rank, tie };
       if (full) this.kept[this.highest] = entry;
       else this.kept.push(entry);
       this.highest = 0;
@@ -141,7 +140,7 @@ export class RescoreSample {
     const length = request.completion.length;
     if (length > OPENING_MAX_CHARS) return;
     const tie = `${key}#${index}`;
-    const entry = (rank: number): Kept => ({ request, reward: result.reward!, ownTimer: mayHaveMetOwnLimit(result), rank, tie });
+    const entry = (rank: number): Kept => ({ request, reward: result.reward!, ownTimer: result.ownTimer === true, rank, tie });
     if (length >= OPENING_MIN_CHARS) {
       // Drawn from the call's own seed, so the draw does not depend on the order evaluations finish in.
       const draw = makeRng(this.seed, 'fresh-opening', key, index)();
@@ -194,14 +193,14 @@ export class RescoreSample {
         if (result.status === 'ok' && result.reward === expected[index]) continue;
         // A time limit of the verifier's own that expired on a busy moment
         // is given the same second chance as the audited calls had.
-        if (mayHaveMetOwnLimit(result)) {
+        if (result.ownTimer) {
           const again = await alone(request);
           if (again.status === 'skipped' || again.status === 'timeout') continue;
           result = again;
           if (result.status === 'ok' && result.reward === expected[index]) continue;
         }
         const then = result.status === 'ok' ? result.reward! : result.status;
-        if (sample[index]!.ownTimer || mayHaveMetOwnLimit(result)) {
+        if (sample[index]!.ownTimer || result.ownTimer) {
           if (timing) timing.changed += 1;
           else timing = { changed: 1, completion: request.completion.slice(0, 60), scores: [expected[index]!, then] };
         } else {

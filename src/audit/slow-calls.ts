@@ -12,17 +12,6 @@ import type { EvalRequest, EvalResult } from '../calls.js';
 
 /** Calls at least this slow are reported, whatever the policy: half a second a reply is already a cost in a training loop. */
 export const SLOW_CALL_REPORT_MS = 500;
-/**
- * Whether a time limit of the verifier's own expired in this call (a
- * handler it set for a timer signal ran, a future's or a thread's wait ran
- * out): it may score otherwise on a calmer moment, so it is run again alone
- * before it counts, and a reward that changes between two such calls is
- * told apart from one that changes by itself. Either way it rejects.
- */
-export function mayHaveMetOwnLimit(result: EvalResult): boolean {
-  return result.ownTimer === true;
-}
-
 /** Examples kept: the slowest. */
 const EXAMPLES = 5;
 
