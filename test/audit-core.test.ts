@@ -146,6 +146,21 @@ describe('the audit core against an in-process verifier', () => {
     expect(verifier.fresh[0]!.closed).toBe(true);
   });
 
+  it('runs a re-check call that paid less after half a second again alone before it counts: a clock of the verifier’s own, tripped by load', async () => {
+    // Every call of the fresh process is slow and cut by the verifier's own
+    // clock (0, as a parser in a pool child past its elapsed limit scores).
+    const clockCut: Reward = () => ({ reward: 0, ms: 6000 });
+    const verifier = fakeVerifier(exact, clockCut);
+    const { record } = await audit(verifier);
+    expect(record.decision, JSON.stringify(record.reasons)).toBe('PASS');
+    expect(verifier.fresh[0]!.calls).toBeGreaterThan(0);
+  });
+
+  it('counts a re-check call that paid more than the audit, however slow: slowness does not explain a reward gained', async () => {
+    const slowLenient: Reward = (completion, answer) => ({ reward: completion.includes(answer) ? 1 : 0, ms: 6000 });
+    expect(codes(await audit(fakeVerifier(exact, slowLenient)))).toEqual(['NOT_A_FUNCTION']);
+  });
+
   it('records the same audit twice from the same seed', async () => {
     const first = await audit(fakeVerifier(lastNumber), { seed: 7 });
     const second = await audit(fakeVerifier(lastNumber), { seed: 7 });

@@ -1,4 +1,5 @@
 import { makeRng } from './answer-values.js';
+import { SLOW_CALL_REPORT_MS } from './slow-calls.js';
 import type { CallQueue, EvalRequest, EvalResult, VerifierSession } from '../calls.js';
 
 /**
@@ -193,7 +194,14 @@ export class RescoreSample {
         if (result.status === 'ok' && result.reward === expected[index]) continue;
         // A time limit of the verifier's own that expired on a busy moment
         // is given the same second chance as the audited calls had.
-        if (result.ownTimer) {
+        // So is a call that paid less than the audit did after half a second
+        // or more: a verifier may cut itself by a clock the harness cannot
+        // see (a parser in a pool child that checks its own elapsed time
+        // and scores 0 past it), and a loaded machine trips it. One that
+        // paid more always counts: slowness does not explain a reward
+        // gained, and a verifier lenient only outside the audit must not
+        // hide behind a slow call.
+        if (result.ownTimer || paidLessWhenSlow(result, expected[index]!)) {
           const again = await alone(request);
           if (again.status === 'skipped' || again.status === 'timeout') continue;
           result = again;
@@ -234,6 +242,10 @@ async function scoreFresh(opening: Promise<VerifierSession>, requests: readonly 
     // it, alongside the queue's: the decision does not wait on it.
     session.close().catch(() => undefined);
   }
+}
+
+function paidLessWhenSlow(result: EvalResult, expected: number): boolean {
+  return result.status === 'ok' && result.reward !== null && result.reward < expected && result.ms >= SLOW_CALL_REPORT_MS;
 }
 
 function before(rank: number, tie: string, other: Kept): boolean {
