@@ -3,6 +3,7 @@ import {
   accessSync,
   constants,
   copyFileSync,
+  linkSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -368,6 +369,20 @@ function coverArgs(entry: string, empty: string): string[] {
 }
 
 /**
+ * A hard link where the file system allows one (it costs a fraction of a
+ * copy, and every launch makes one per script), else a copy. Either is bound
+ * read-only, and the run's directory, not the source, is what the sandbox's
+ * mount table names.
+ */
+function linkOrCopy(source: string, target: string): void {
+  try {
+    linkSync(source, target);
+  } catch {
+    copyFileSync(source, target);
+  }
+}
+
+/**
  * Our Python scripts appear inside as an ordinary application's files
  * (`/srv/app/main.py` for the harness), so the worker's command line and
  * `__file__` do not say they belong to an audit. They are bound from copies
@@ -388,7 +403,7 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
   const copy = (dir: string, name: string, suffix: string): void => {
     const shown = name === `harness${suffix}` ? `main${suffix}` : name;
     const target = path.join(copies, shown);
-    if (!existsSync(target)) copyFileSync(path.join(dir, name), target);
+    if (!existsSync(target)) linkOrCopy(path.join(dir, name), target);
     renamed.set(path.join(dir, name), path.join(app, shown));
   };
   // A process running a compiled script (the harness) gets the compiled

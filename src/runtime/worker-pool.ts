@@ -174,7 +174,8 @@ export class WorkerPool implements CallQueue {
     // of an audit, once timed, can already start the workers it will need.
     const expectedRequests = Math.max(this.queued, this.expectedTotal - this.evaluated);
     const byCount = 1 + Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
-    const byTime = this.meanCallMs === undefined ? 0 : Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * this.startMs));
+    // One worker, and one more for each STARTS_PER_EXTRA_WORKER starts of work ahead.
+    const byTime = this.meanCallMs === undefined ? 0 : 1 + Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * this.startMs));
     const wanted = Math.min(this.options.workers, Math.max(1, byCount, byTime));
     for (let count = this.sessions.length + this.pendingOpens; count < wanted; count += 1) {
       const opening = this.openOne(false);
