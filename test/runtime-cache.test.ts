@@ -82,10 +82,18 @@ it('probes an interpreter once across runs, again when it changed, and runs the 
 }, 60_000);
 
 it.skipIf(!HAS_BWRAP)(
-  'runs the compiled harness and calling convention in the sandbox too',
-  () => {
+  'runs the compiled harness and calling convention in the sandbox too, and a sandboxed run leaves the probe cached',
+  async () => {
     // execFileSync throws on the exit code of a REJECT: the gold went unrewarded.
     gate('bwrap');
+    // Sandboxed workers start the interpreter's own executable, not the
+    // wrapper: a start through the wrapper is a probe. Each launch links the
+    // compiled scripts into its own directory, which must not read as a
+    // changed interpreter to the next run.
+    const before = await starts();
+    gate('bwrap');
+    gate('bwrap');
+    expect(await starts()).toBe(before);
   },
   60_000,
 );

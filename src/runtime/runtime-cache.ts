@@ -88,10 +88,16 @@ export function bytecodeDir(python: string): string {
   return path.join(cacheRoot(), 'bytecode', key);
 }
 
+/**
+ * Which file, its size and when its content last changed. Not its ctime: a
+ * new hard link changes that without touching the file, and each sandboxed
+ * launch links the compiled scripts into its own directory (see
+ * sandbox.ts), which made every run after a sandboxed one probe again.
+ */
 function stamp(entry: string): string {
   try {
     const info = statSync(entry);
-    return `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+    return `${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}`;
   } catch {
     return 'missing';
   }
