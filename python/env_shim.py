@@ -2,13 +2,14 @@
 
 It is copied, with env_loader.py (and env_adapters.py and env_common.py,
 which it imports) and env_shim.json, into a directory of its own per audit;
-the JSON names the environment and which reward to return (null for the
-weighted total, the training signal). The environment is loaded
-once at import, inside the gate's guarded worker, and warmed up on one row so
-the first scored call does not pay for lazy imports.
+the JSON names the environment. The environment is loaded once at import,
+inside the gate's guarded worker, and warmed up on one row so the first
+scored call does not pay for lazy imports.
 
-The gate calls `reward(completion, answer, info)` with the completion as text
-and `info["gatekept_row"]` naming the dataset row. `answer` may be any gold
+The gate calls `reward(completion, answer, info)` with the completion as text,
+`info["gatekept_row"]` naming the dataset row and `info["gatekept_reward"]`
+the reward to return (null for the weighted total, the training signal): one
+worker serves the gates of the total and of each reward. `answer` may be any gold
 the gate chooses (the row's own or an alternate): it replaces the row's answer
 before the environment builds its scoring input. Each call is scored on the
 training path (a rollout's state or trace, the rewards and weights the
@@ -40,6 +41,7 @@ if os.environ.get("PYTHONPATH"):
 import env_loader  # noqa: E402
 
 ENV, _MODULE = env_loader.open_env(CONFIG["spec"], LOAD)
+# What a request that names no reward gets (and the warm-up scores): the weighted total.
 REWARD = CONFIG.get("reward")
 
 
@@ -65,4 +67,7 @@ async def reward(completion, answer, info):
     row = info.get("gatekept_row") if isinstance(info, dict) else None
     if not isinstance(row, int):
         raise ValueError("gatekept_row missing from info")
-    return await ENV.score(row, answer, completion, REWARD)
+    which = info.get("gatekept_reward", REWARD)
+    if which is not None and not isinstance(which, str):
+        raise ValueError("gatekept_reward must name a reward")
+    return await ENV.score(row, answer, completion, which)

@@ -1,13 +1,16 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome } from './audit/gate.js';
+import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome, type AuditStart } from './audit/gate.js';
+import type { GatePolicy } from './audit/policy.js';
+import type { Verifier } from './calls.js';
 import { resolveFormats } from './audit/plan-audit.js';
 import { EXIT, type ExitCode } from './errors.js';
 import { formatSummary } from './report/scorecard.js';
 import { checkImportDirectory, startPythonVerifier } from './runtime/python-verifier.js';
 import { resolvePython } from './runtime/resolve-python.js';
 import type { SandboxMode } from './runtime/sandbox.js';
-import { parseVerifierSpec } from './runtime/verifier-spec.js';
+import { parseVerifierSpec, type VerifierTarget } from './runtime/verifier-spec.js';
+import type { PoolOptions } from './runtime/worker-pool.js';
 
 /**
  * The gate as the CLI and the library run it: the options checked, the
@@ -39,7 +42,13 @@ export async function gate(options: GateOptions): Promise<GateResult> {
   const formats = resolveFormats(options.format);
   for (const dir of options.pythonpath ?? []) checkImportDirectory(path.resolve(cwd, dir), dir);
   // Python starts (and imports the verifier) while the inputs are read and planned.
-  const verifier = startPythonVerifier({
+  const verifier = startPythonVerifier(verifierOptions(options, target, policy, cwd));
+  return gateStarted(options, verifier, { started, policy, formats, verifierFile: target.kind === 'file' ? target.path : null });
+}
+
+/** How gate() starts the verifier's workers: also for a caller that keeps them across several gates. */
+export function verifierOptions(options: GateOptions, target: VerifierTarget, policy: GatePolicy, cwd: string): PoolOptions {
+  return {
     python: resolvePython(options.python, cwd),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
     target,
@@ -49,13 +58,15 @@ export async function gate(options: GateOptions): Promise<GateResult> {
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
     workers: Math.max(1, options.workers ?? availableParallelism()),
-  });
-  const outcome = await runAudit(options, verifier, {
-    started,
-    policy,
-    formats,
-    verifierFile: target.kind === 'file' ? target.path : null,
-  });
+  };
+}
+
+/**
+ * The gate on a verifier already started (see runAudit for what it closes),
+ * with the decision and its wording.
+ */
+export async function gateStarted(options: GateOptions, verifier: Verifier, start: AuditStart): Promise<GateResult> {
+  const outcome = await runAudit(options, verifier, start);
   const { record } = outcome;
   return {
     decision: record.decision,

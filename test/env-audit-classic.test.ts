@@ -4,7 +4,7 @@
  * verifiers 0.3.1 in its test venv. A file of its own, beside
  * env-audit.test.ts (the 0.4 environments), so that both run side by side.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -102,5 +102,25 @@ describe('alternate golds through an environment', () => {
     expect(result.exitCode).toBe(0);
     expect(check(result.record, 'reward_design').status).toBe('PASS');
     expect(result.record.total?.findings_total).toBe(0);
+  });
+});
+
+describe('one set of workers for every gate', () => {
+  it("loads the environment once for the gates of the total and of each reward, and once in each gate's fresh process", async () => {
+    // Logs every start of the interpreter through this path; without the
+    // sandbox the workers start it too, each with the harness as its script
+    // (the probe, which compiles the harness, names it among others).
+    const starts = path.join(scratch, 'starts');
+    const wrapper = path.join(scratch, 'python');
+    await writeFile(wrapper, `#!/bin/sh\necho "$*" >> '${starts}'\nexec '${V0()}' "$@"\n`);
+    await chmod(wrapper, 0o755);
+    const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v0-sound'), python: wrapper, sandbox: 'none', rows: 1, workers: 1 });
+    expect(result.record.rewards.map((reward) => [reward.name, reward.status])).toEqual([
+      ['correct', 'AUDITED'],
+      ['formatted', 'AUDITED'],
+    ]);
+    const workers = (await readFile(starts, 'utf8')).split('\n').filter((line) => /harness\.pyc?$/.test(line));
+    // One worker for the total's gate and both rewards'; a fresh process for each gate's re-check.
+    expect(workers).toHaveLength(1 + 3);
   });
 });

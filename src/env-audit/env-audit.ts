@@ -13,7 +13,7 @@ import { checkIntegrity } from './checks/integrity.js';
 import { checkRewardDesign, promptedFormat, promptedTags } from './checks/reward-design.js';
 import { checkRewardDistribution, type ExploitScan } from './checks/reward-distribution.js';
 import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
-import { gateThroughEnv, type EnvGateRow } from './env-gate.js';
+import { openEnvGates, type EnvGateRow, type EnvGates } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
 import {
@@ -150,6 +150,8 @@ interface GatedRewards {
   total: AuditRecord | null;
   rewards: EnvRewardEntry[];
   notGated: NotGated | null;
+  /** The gates' workers, still running for the scan of --results; the caller closes them. */
+  gates: EnvGates | null;
 }
 
 /** Why a reward cannot be gated offline at all, or null when it can. */
@@ -199,14 +201,14 @@ async function auditRewards(
     .filter((row) => row.answer.trim() !== '');
   if (rows.length === 0) {
     leaveAll('no row has an answer to gate against');
-    return { total: null, rewards: entries, notGated: { reason: 'no row has an answer to gate against', refusedOption: false } };
+    return { total: null, rewards: entries, notGated: { reason: 'no row has an answer to gate against', refusedOption: false }, gates: null };
   }
   if (scorable.length === 0) {
     const reason =
       entries.length === 0
         ? 'the environment declares no reward'
         : 'no reward can be scored offline (each needs a runtime or a judge, or is group-level or a metric)';
-    return { total: null, rewards: entries, notGated: { reason, refusedOption: false } };
+    return { total: null, rewards: entries, notGated: { reason, refusedOption: false }, gates: null };
   }
   const common = {
     spec,
@@ -224,37 +226,44 @@ async function auditRewards(
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     load,
   };
-  let total: AuditRecord;
+  // One set of workers serves the total's gate and each reward's, and the scan of --results.
+  const gates = await openEnvGates(common);
   try {
-    options.onPhase?.('gating the weighted total');
-    total = (await gateThroughEnv({ ...common, reward: null })).record;
-  } catch (error) {
-    // Could not audit is not gameable: whatever stopped the gate (a gold the
-    // chosen --answer-type does not fit, an import past its time limit, a
-    // worker that died) leaves the check NOT_RUN with the reason, never
-    // FAIL. Only an option the user chose makes it the user's mistake (exit 2).
-    if (!isGatekeptError(error)) throw error;
-    const chosen = (options.answerType !== undefined && options.answerType !== 'auto') || options.choices !== undefined || formatChosen(options.format);
-    const reason = errorText(error);
-    leaveAll(`the weighted total could not be gated: ${reason}`);
-    return { total: null, rewards: entries, notGated: { reason, refusedOption: chosen && error.exitCode === EXIT.badInput } };
-  }
-  // With a single reward the total is that reward, weighted: auditing it again would repeat the same calls.
-  if (scorable.length === 1) {
-    Object.assign(scorable[0]!, { status: 'AUDITED', reason: null, audit: total });
-    return { total, rewards: entries, notGated: null };
-  }
-  for (const entry of scorable) {
+    let total: AuditRecord;
     try {
-      options.onPhase?.(`gating reward ${entry.name}`);
-      const audit = (await gateThroughEnv({ ...common, reward: entry.name })).record;
-      Object.assign(entry, { status: 'AUDITED', reason: null, audit });
+      options.onPhase?.('gating the weighted total');
+      total = (await gates.gate(null)).record;
     } catch (error) {
+      // Could not audit is not gameable: whatever stopped the gate (a gold the
+      // chosen --answer-type does not fit, an import past its time limit, a
+      // worker that died) leaves the check NOT_RUN with the reason, never
+      // FAIL. Only an option the user chose makes it the user's mistake (exit 2).
       if (!isGatekeptError(error)) throw error;
-      entry.reason = `its own gate could not run: ${errorText(error)}`;
+      const chosen = (options.answerType !== undefined && options.answerType !== 'auto') || options.choices !== undefined || formatChosen(options.format);
+      const reason = errorText(error);
+      leaveAll(`the weighted total could not be gated: ${reason}`);
+      return { total: null, rewards: entries, notGated: { reason, refusedOption: chosen && error.exitCode === EXIT.badInput }, gates };
     }
+    // With a single reward the total is that reward, weighted: auditing it again would repeat the same calls.
+    if (scorable.length === 1) {
+      Object.assign(scorable[0]!, { status: 'AUDITED', reason: null, audit: total });
+      return { total, rewards: entries, notGated: null, gates };
+    }
+    for (const entry of scorable) {
+      try {
+        options.onPhase?.(`gating reward ${entry.name}`);
+        const audit = (await gates.gate(entry.name)).record;
+        Object.assign(entry, { status: 'AUDITED', reason: null, audit });
+      } catch (error) {
+        if (!isGatekeptError(error)) throw error;
+        entry.reason = `its own gate could not run: ${errorText(error)}`;
+      }
+    }
+    return { total, rewards: entries, notGated: null, gates };
+  } catch (error) {
+    await gates.close();
+    throw error;
   }
-  return { total, rewards: entries, notGated: null };
 }
 
 /**
@@ -270,6 +279,7 @@ async function scanResults(
   spec: string,
   policy: GatePolicy,
   pythonpath: readonly string[],
+  gates: EnvGates | null,
 ): Promise<ExploitScan | string> {
   const { scan } = await import('../scan/scan.js');
   try {
@@ -278,6 +288,8 @@ async function scanResults(
       env: spec,
       // Loaded once already: the scan matches rollouts to these rows without loading it again.
       envRows: loaded.rows,
+      // And scored by the gates' workers, which loaded it too.
+      ...(gates ? { envCalls: gates.calls(null) } : {}),
       ...scoringOptions(options, policy, pythonpath),
     });
     const rate = record.exploit_rate;
@@ -367,7 +379,12 @@ export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> 
     refusedOption = gated.notGated?.refusedOption ?? false;
     const instructions = inspected.system_prompt ?? inspected.rows.find((row) => row.prompt)?.prompt ?? null;
     const rewardDesign = checkRewardDesign(total, rewards, gated.notGated?.reason ?? null, promptedFormat(instructions), promptedTags(instructions));
-    const scanned = resultsFile === null ? null : await scanResults(resultsFile, options, inspected, spec, policy, pythonpath);
+    let scanned: Awaited<ReturnType<typeof scanResults>> | null = null;
+    try {
+      if (resultsFile !== null) scanned = await scanResults(resultsFile, options, inspected, spec, policy, pythonpath, gated.gates);
+    } finally {
+      await gated.gates?.close();
+    }
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind, scanned)];
   }
 

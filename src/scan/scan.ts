@@ -7,7 +7,7 @@ import { DEFAULT_POLICY, type GatePolicy } from '../audit/policy.js';
 import { GatekeptError } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
-import type { EvalRequest, EvalResult } from '../calls.js';
+import type { CallQueue, EvalRequest, EvalResult } from '../calls.js';
 import { parseVerifierSpec } from '../runtime/verifier-spec.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
@@ -42,6 +42,12 @@ export interface ScanOptions {
   env?: string;
   /** With `env`: its rows, when the caller has loaded it already. */
   envRows?: readonly EnvRow[];
+  /**
+   * With `env` and `envRows`: workers that already score the environment's
+   * weighted total (audit --env's, which loaded it): the scan sends its calls
+   * there instead of starting workers that load it again, and leaves them running.
+   */
+  envCalls?: CallQueue;
   /** `completion=response,answer=ground_truth` mappings for a plain JSONL. */
   fields?: readonly string[];
   answerType?: AnswerType | 'auto';
@@ -111,18 +117,21 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
           ...(options.envRows ? { rows: options.envRows } : {}),
         });
   const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
-  const pool = WorkerPool.start({
-    python,
-    ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-    target,
-    pythonpath,
-    // The environment's shim takes the completion as text, as audit --env calls it.
-    completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
-    callTimeoutMs: policy.timeouts.callMs,
-    importTimeoutMs: policy.timeouts.importMs,
-    memoryMb: policy.limits.memoryMb,
-    workers: Math.max(1, options.workers ?? availableParallelism()),
-  });
+  const shared = scoring && options.envCalls ? options.envCalls : null;
+  const pool: CallQueue =
+    shared ??
+    WorkerPool.start({
+      python,
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
+      target,
+      pythonpath,
+      // The environment's shim takes the completion as text, as audit --env calls it.
+      completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
+      callTimeoutMs: policy.timeouts.callMs,
+      importTimeoutMs: policy.timeouts.importMs,
+      memoryMb: policy.limits.memoryMb,
+      workers: Math.max(1, options.workers ?? availableParallelism()),
+    });
   let calls = 0;
   const evaluate = async (requests: EvalRequest[]): Promise<EvalResult[]> => {
     if (requests.length === 0) return [];
@@ -188,7 +197,7 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     });
     return { decision: record.decision, exitCode: record.decision === 'PASS' ? 0 : 1, record };
   } finally {
-    await Promise.all([pool.close(), scoring?.close()]);
+    await Promise.all([shared ? undefined : pool.close(), scoring?.close()]);
   }
 }
 
