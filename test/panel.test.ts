@@ -77,7 +77,7 @@ describe('reference panel', () => {
   });
 
   for (const entry of panel) {
-    it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug, where there is one, passes, reported, and rejects under --strict`, async () => {
+    it(`${entry.file} (${entry.style}): sound passes with zero exploits; an exploit bug rejects; a false-accept bug, where there is one, passes, reported, and its record rejects under --strict`, async () => {
       const sound = await run(entry, 'reward');
       const outcomes = [panelOutcome(entry, variant('reward'), sound.record)];
       expect(sound.decision, JSON.stringify(sound.record.reasons)).toBe('PASS');
@@ -107,17 +107,30 @@ describe('reference panel', () => {
         expect(falseAccept.record.false_accepts.examples.every((example) => example.class === 'false_accept' && example.rewarded_under.length === 1)).toBe(
           true,
         );
-
-        const strict = await run(entry, 'reward_false_accept', true);
-        expect(strict.decision).toBe('REJECT');
-        expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
-        expect(strict.record.policy.strict).toBe(true);
+        // --strict changes the decision alone, not a call of the audit (see
+        // the strict gate below): this record rejects under it.
+        expect(outcomes.at(-1)!.strict_decision).toBe('REJECT');
       }
       // What npm run measure committed for this entry is what a fresh audit gives.
       expect(outcomes).toEqual(committed.filter((outcome) => outcome.file === entry.file));
-      // Four audits; a reward slow on huge inputs spends seconds on each long padding, more on a loaded machine.
+      // Three audits; a reward slow on huge inputs spends seconds on each long padding, more on a loaded machine.
     }, 480_000);
   }
+
+  it('--strict rejects a false-accept bug for its false accepts alone, on the same audit', async () => {
+    const entry = panel.find(hasFalseAccept)!;
+    const lenient = await run(entry, 'reward_false_accept');
+    const strict = await run(entry, 'reward_false_accept', true);
+    expect(strict.decision).toBe('REJECT');
+    expect(strict.record.reasons.map((reason) => reason.code)).toEqual(['FALSE_ACCEPTS']);
+    expect(strict.record.policy.strict).toBe(true);
+    // Everything the audit found is the same: strictness weighs it, never changes what is called.
+    const found = (result: GateResult) => {
+      const { decision: _decision, reasons: _reasons, policy: _policy, statement: _statement, timing: _timing, ...rest } = result.record;
+      return rest;
+    };
+    expect(found(strict)).toEqual(found(lenient));
+  });
 
   it('reaches a verifier that reads only after </think>, and rejects it when it hedges with any()', async () => {
     const entry = panel.find((item) => item.file === 'think_then_box.py')!;
