@@ -166,8 +166,10 @@ describe('reference panel', () => {
     expect(sound.record.reasons.map((reason) => reason.code)).toEqual(['SLOW_CALL']);
     expect(sound.record.reasons[0]!.message).toMatch(/on a 5\d{4}-character completion/);
     // Cut by the call timeout (CPU time, which load does not stretch) on every long padding, twice:
-    // slow inputs, left unjudged; every other candidate is judged, and the exploit found.
-    const cut = await run(entry, 'reward_exploit', false, withTimeouts({ callMs: 1200, maxCallMs: 1200 }));
+    // slow inputs, left unjudged; every other candidate is judged, and the exploit found. The
+    // filter takes 1.1 to 2 s of CPU on those paddings as the machine's speed varies, so the
+    // limit stays well under that.
+    const cut = await run(entry, 'reward_exploit', false, withTimeouts({ callMs: 500, maxCallMs: 500 }));
     const codes = cut.record.reasons.map((reason) => reason.code);
     expect(codes).toContain('SLOW_CALL');
     expect(codes).toContain('HACKABILITY_OVER');
