@@ -14,6 +14,7 @@ import { REWARD_CALL_FILE_NAME, VERIFIER_FILE_NAME } from '../src/pack/environme
 import type { EnvironmentSpec } from '../src/pack/environment-spec.js';
 import { isGatekeptError } from '../src/errors.js';
 import { renderTemplate } from '../src/pack/render-template.js';
+import { once } from './support/env-audit.js';
 import { startFakeChatServer } from './support/fake-chat-server.js';
 import { testPython } from './support/test-python.js';
 
@@ -147,14 +148,22 @@ function pythonEnv(home: string, pythonpath: string): NodeJS.ProcessEnv {
 // biome-ignore lint/suspicious/noExplicitAny: parsed JSON, asserted field by field
 type Check = Record<string, any>;
 
-/** Run one of the check scripts in test/emit/ and return what it printed after `RESULT `. */
-async function runCheck(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Check> {
+/**
+ * Run one of the check scripts in test/emit/ and return what it printed after
+ * each `RESULT `: one result per package its arguments name, in order.
+ */
+async function runChecks(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Check[]> {
   const result = await execa(python, [path.join(CHECKS_DIR, script), ...args], { reject: false, timeout: 150_000, stdin: 'ignore', env, cwd });
-  const line = result.stdout.split('\n').find((candidate) => candidate.startsWith('RESULT '));
-  if (result.exitCode !== 0 || line === undefined) {
+  const lines = result.stdout.split('\n').filter((candidate) => candidate.startsWith('RESULT '));
+  if (result.exitCode !== 0 || lines.length === 0) {
     throw new Error(`${script} exited ${String(result.exitCode)}\n${result.stderr}\n${result.stdout}`);
   }
-  return JSON.parse(line.slice('RESULT '.length)) as Check;
+  return lines.map((line) => JSON.parse(line.slice('RESULT '.length)) as Check);
+}
+
+/** A check script's one result. */
+async function runCheck(python: string, script: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<Check> {
+  return (await runChecks(python, script, args, env, cwd))[0]!;
 }
 
 /**
@@ -378,8 +387,13 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
     if (root) await rm(root, { recursive: true, force: true });
   });
 
+  // Both packages in one process: each import of verifiers costs seconds of CPU.
+  const checked = once(() =>
+    runChecks(python, 'taskset_check.py', [SPEC.envId, JSON.stringify(CASES), STRING_SPEC.envId, JSON.stringify(STRING_CASES)], pythonEnv(home, site), home),
+  );
+
   it('loads the Taskset by id and scores through Task.score what the gate saw', async () => {
-    const result = await runCheck(python, 'taskset_check.py', [SPEC.envId, JSON.stringify(CASES)], pythonEnv(home, site), home);
+    const result = (await checked())[0]!;
     expect(result.version).toBe('0.4.0');
     expect(result.taskset).toBe('EmitProbeTaskset');
     expect(result.class).toBe('EmitProbeTaskset');
@@ -400,7 +414,7 @@ describe('the verifiers 0.4 package under verifiers 0.4.0 (venv verifiers-v1)', 
   }, 120_000);
 
   it('calls async string-mode verifiers with the gate pool and fails the scoring when one raises', async () => {
-    const result = await runCheck(python, 'taskset_check.py', [STRING_SPEC.envId, JSON.stringify(STRING_CASES)], pythonEnv(home, site), home);
+    const result = (await checked())[1]!;
     expect(result.scores.slice(0, 3)).toEqual(STRING_EXPECTED.slice(0, 3).map((reward) => ({ reward, rewards: { graded: [reward, 1] } })));
     expect(result.scores[3]).toEqual({ error: 'ValueError: verifier failure on purpose' });
   }, 120_000);
@@ -508,8 +522,19 @@ describe('the classic package under verifiers 0.3.1 (venv verifiers-v0)', () => 
     if (root) await rm(root, { recursive: true, force: true });
   });
 
+  // Both packages in one process, as for 0.4.
+  const checked = once(() =>
+    runChecks(
+      python,
+      'classic_check.py',
+      ['emit_probe', SPEC.envId, JSON.stringify(CASES), 'emit_probe_str', STRING_SPEC.envId, JSON.stringify(STRING_CASES)],
+      pythonEnv(home, site),
+      home,
+    ),
+  );
+
   it('loads a SingleTurnEnv offline and scores rollouts through its rubric', async () => {
-    const result = await runCheck(python, 'classic_check.py', ['emit_probe', SPEC.envId, JSON.stringify(CASES)], pythonEnv(home, site), home);
+    const result = (await checked())[0]!;
 
     expect(result.version).toBe('0.3.1');
     expect(result.env).toBe('SingleTurnEnv');
@@ -542,7 +567,7 @@ describe('the classic package under verifiers 0.3.1 (venv verifiers-v0)', () => 
   }, 120_000);
 
   it('calls async string-mode verifiers with the gate pool and scores a raise 0.0 with a logged error', async () => {
-    const result = await runCheck(python, 'classic_check.py', ['emit_probe_str', STRING_SPEC.envId, JSON.stringify(STRING_CASES)], pythonEnv(home, site), home);
+    const result = (await checked())[1]!;
     const zeroForRaise = STRING_EXPECTED.map((value) => value ?? 0);
     expect(result.scores.map((score: { reward: number }) => score.reward)).toEqual(zeroForRaise);
     expect(result.group).toEqual(zeroForRaise);

@@ -1,9 +1,12 @@
-"""Load an emitted classic verifiers (0.3.1) package, roll each reply out
+"""Load emitted classic verifiers (0.3.1) packages, roll each reply out
 through the environment with a client that answers from a script instead of a
 model, and score it with the rubric's own score_rollout (one rollout) and
 score_group (a training group).
 
-    python classic_check.py MODULE ENV_ID CASES_JSON
+    python classic_check.py MODULE ENV_ID CASES_JSON [MODULE ENV_ID CASES_JSON ...]
+
+Prints one line `RESULT <json>` per package, in the order given: one process
+checks them all.
 """
 
 import asyncio
@@ -18,8 +21,6 @@ import verifiers as vf
 from verifiers.clients import Client
 from verifiers.scripts.eval import get_env_eval_defaults
 from verifiers.types import Response, ResponseMessage
-
-module_name, env_id, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 
 errors = []
 
@@ -64,55 +65,62 @@ class Scripted(Client):
         return None
 
 
-module = importlib.import_module(module_name)
-env = module.load_environment()
-dataset = env.get_eval_dataset()
-try:
-    module.load_environment(rubric=vf.Rubric())
-    refused = None
-except ValueError as error:
-    refused = str(error)
+def check(module_name, env_id, cases):
+    # The errors the library logged while this package scored.
+    errors.clear()
+    module = importlib.import_module(module_name)
+    env = module.load_environment()
+    dataset = env.get_eval_dataset()
+    try:
+        module.load_environment(rubric=vf.Rubric())
+        refused = None
+    except ValueError as error:
+        refused = str(error)
+
+    async def rollout(case):
+        client = Scripted(case["text"])
+        state = await env.rollout(dataset[case["row"]], client, "scripted", {})
+        return state, client
+
+    async def main():
+        scores = []
+        for case in cases:
+            state, client = await rollout(case)
+            await env.rubric.score_rollout(state)
+            scores.append({
+                "reward": state["reward"],
+                "metrics": state["metrics"],
+                "message_type": type(state["completion"][-1]).__name__,
+                "prompt": client.prompts[0],
+            })
+        group = [(await rollout(case))[0] for case in cases]
+        await env.rubric.score_group(group)
+        return scores, [state["reward"] for state in group]
+
+    scores, group = asyncio.run(main())
+    installed = Path(module.__file__).parent
+    return {
+        "version": vf.__version__,
+        "env": type(env).__name__,
+        "loaded": type(vf.load_environment(env_id)).__name__,
+        "rows": [
+            {"question": row["question"], "answer": row["answer"], "info": json.loads(row["gatekept_info"]), "prompt": row["prompt"]}
+            for row in dataset
+        ],
+        "train_rows": len(env.get_dataset()),
+        "eval_defaults": get_env_eval_defaults(env_id),
+        "refused": refused,
+        "scores": scores,
+        "group": group,
+        "errors": list(errors),
+        "files": [digest(installed / "gatekept_verifier.py"), digest(installed / "gatekept_reward.py")],
+    }
 
 
-async def rollout(case):
-    client = Scripted(case["text"])
-    state = await env.rollout(dataset[case["row"]], client, "scripted", {})
-    return state, client
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-async def main():
-    scores = []
-    for case in cases:
-        state, client = await rollout(case)
-        await env.rubric.score_rollout(state)
-        scores.append({
-            "reward": state["reward"],
-            "metrics": state["metrics"],
-            "message_type": type(state["completion"][-1]).__name__,
-            "prompt": client.prompts[0],
-        })
-    group = [(await rollout(case))[0] for case in cases]
-    await env.rubric.score_group(group)
-    return scores, [state["reward"] for state in group]
-
-
-scores, group = asyncio.run(main())
-installed = Path(module.__file__).parent
-digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
-result = {
-    "version": vf.__version__,
-    "env": type(env).__name__,
-    "loaded": type(vf.load_environment(env_id)).__name__,
-    "rows": [
-        {"question": row["question"], "answer": row["answer"], "info": json.loads(row["gatekept_info"]), "prompt": row["prompt"]}
-        for row in dataset
-    ],
-    "train_rows": len(env.get_dataset()),
-    "eval_defaults": get_env_eval_defaults(env_id),
-    "refused": refused,
-    "scores": scores,
-    "group": group,
-    "errors": errors,
-    "files": [digest(installed / "gatekept_verifier.py"), digest(installed / "gatekept_reward.py")],
-}
-print("RESULT " + json.dumps(result))
+args = sys.argv[1:]
+for index in range(0, len(args), 3):
+    print("RESULT " + json.dumps(check(args[index], args[index + 1], json.loads(args[index + 2]))))

@@ -1,10 +1,11 @@
-"""Load an emitted verifiers 0.4 package by id, the way vf-eval does, and
+"""Load emitted verifiers 0.4 packages by id, the way vf-eval does, and
 score replies through Task.score on a constructed trace.
 
-    python taskset_check.py ENV_ID CASES_JSON
+    python taskset_check.py ENV_ID CASES_JSON [ENV_ID CASES_JSON ...]
 
 CASES_JSON is a list of {"row": i, "text": reply}. Prints one line
-`RESULT <json>`.
+`RESULT <json>` per package, in the order given: one process (one import of
+verifiers, seconds of CPU) checks them all.
 """
 
 import asyncio
@@ -18,20 +19,16 @@ import verifiers
 import verifiers.v1 as vf
 from verifiers.v1.utils.loaders import taskset_class
 
-env_id, cases = sys.argv[1], json.loads(sys.argv[2])
 
-config = vf.taskset_config_type(env_id)(id=env_id)
-taskset = vf.load_taskset(config)
-tasks = list(taskset)
-module = importlib.import_module(type(taskset).__module__.rsplit(".", 1)[0])
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-async def score(case):
-    task = tasks[case["row"]]
+async def score(task, text):
     trace = vf.Trace(
         task=vf.TraceTask(type=type(task).__name__, data=task.data),
         agent=vf.AgentInfo(config=vf.AgentConfig()),
-        nodes=[vf.MessageNode(message=vf.AssistantMessage(content=case["text"]), sampled=True)],
+        nodes=[vf.MessageNode(message=vf.AssistantMessage(content=text), sampled=True)],
     )
     try:
         await task.score(trace)
@@ -44,34 +41,38 @@ async def score(case):
     }
 
 
-async def main():
-    return [await score(case) for case in cases]
+def check(env_id, cases):
+    config = vf.taskset_config_type(env_id)(id=env_id)
+    taskset = vf.load_taskset(config)
+    tasks = list(taskset)
+    module = importlib.import_module(type(taskset).__module__.rsplit(".", 1)[0])
+
+    async def main():
+        return [await score(tasks[case["row"]], case["text"]) for case in cases]
+
+    installed = Path(module.__file__).parent
+    return {
+        "version": verifiers.__version__,
+        "taskset": type(taskset).__name__,
+        "class": taskset_class(env_id).__name__,
+        "all": list(module.__all__),
+        "installed": str(installed),
+        "tasks": [
+            {
+                "id": task.data.id,
+                "prompt": task.data.prompt,
+                "system_prompt": task.data.system_prompt,
+                "answer": task.data.answer,
+                "info": task.data.info,
+                "gold": [task.data.gold_reply, task.data.gold_reward],
+            }
+            for task in tasks
+        ],
+        "scores": asyncio.run(main()),
+        "files": [digest(installed / "gatekept_verifier.py"), digest(installed / "gatekept_reward.py")],
+    }
 
 
-installed = Path(module.__file__).parent
-digest = lambda path: hashlib.sha256(path.read_bytes()).hexdigest()  # noqa: E731
-print(
-    "RESULT "
-    + json.dumps(
-        {
-            "version": verifiers.__version__,
-            "taskset": type(taskset).__name__,
-            "class": taskset_class(env_id).__name__,
-            "all": list(module.__all__),
-            "installed": str(installed),
-            "tasks": [
-                {
-                    "id": task.data.id,
-                    "prompt": task.data.prompt,
-                    "system_prompt": task.data.system_prompt,
-                    "answer": task.data.answer,
-                    "info": task.data.info,
-                    "gold": [task.data.gold_reply, task.data.gold_reward],
-                }
-                for task in tasks
-            ],
-            "scores": asyncio.run(main()),
-            "files": [digest(installed / "gatekept_verifier.py"), digest(installed / "gatekept_reward.py")],
-        }
-    )
-)
+args = sys.argv[1:]
+for index in range(0, len(args), 2):
+    print("RESULT " + json.dumps(check(args[index], json.loads(args[index + 1]))))
