@@ -1,7 +1,6 @@
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome, type AuditStart } from './audit/gate.js';
-import type { GatePolicy } from './audit/policy.js';
 import type { Verifier } from './calls.js';
 import { resolveFormats } from './audit/plan-audit.js';
 import { EXIT, type ExitCode } from './errors.js';
@@ -36,18 +35,31 @@ export interface GateResult extends AuditOutcome {
 
 export async function gate(options: GateOptions): Promise<GateResult> {
   const started = performance.now();
+  const checked = checkGateOptions(options);
+  // Python starts (and imports the verifier) while the inputs are read and planned.
+  const verifier = startPythonVerifier(verifierOptions(options, checked));
+  return gateStarted(options, verifier, { started, ...checked.start });
+}
+
+/** The gate's options checked before any verifier starts (an error here is the user's input). */
+export interface CheckedGate {
+  cwd: string;
+  target: VerifierTarget;
+  /** What the audit is told, but the time it started. */
+  start: Omit<AuditStart, 'started'>;
+}
+
+export function checkGateOptions(options: GateOptions): CheckedGate {
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const policy = effectivePolicy(options);
   const target = parseVerifierSpec(options.reward, cwd);
   const formats = resolveFormats(options.format);
   for (const dir of options.pythonpath ?? []) checkImportDirectory(path.resolve(cwd, dir), dir);
-  // Python starts (and imports the verifier) while the inputs are read and planned.
-  const verifier = startPythonVerifier(verifierOptions(options, target, policy, cwd));
-  return gateStarted(options, verifier, { started, policy, formats, verifierFile: target.kind === 'file' ? target.path : null });
+  return { cwd, target, start: { policy, formats, verifierFile: target.kind === 'file' ? target.path : null } };
 }
 
 /** How gate() starts the verifier's workers: also for a caller that keeps them across several gates. */
-export function verifierOptions(options: GateOptions, target: VerifierTarget, policy: GatePolicy, cwd: string): PoolOptions {
+export function verifierOptions(options: GateOptions, { cwd, target, start: { policy } }: CheckedGate): PoolOptions {
   return {
     python: resolvePython(options.python, cwd),
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),

@@ -2,12 +2,9 @@ import type { SandboxMode } from '../runtime/sandbox.js';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { gateStarted, verifierOptions, type GateOptions, type GateResult } from '../gate.js';
-import { effectivePolicy } from '../audit/gate.js';
-import { resolveFormats } from '../audit/plan-audit.js';
+import { checkGateOptions, gateStarted, verifierOptions, type CheckedGate, type GateOptions, type GateResult } from '../gate.js';
 import type { CallQueue, EvalRequest, EvalResult, QueueOptions, Verifier, VerifierInfo, VerifierSession } from '../calls.js';
-import { checkImportDirectory, startPythonVerifier } from '../runtime/python-verifier.js';
-import { parseVerifierSpec } from '../runtime/verifier-spec.js';
+import { startPythonVerifier } from '../runtime/python-verifier.js';
 import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
@@ -160,24 +157,20 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
     await stopping?.catch(() => undefined);
   };
 
-  const cwd = process.cwd();
-  const target = parseVerifierSpec(shim, cwd);
-  const shared = (): Verifier => {
-    for (const entry of gateOptions.pythonpath ?? []) checkImportDirectory(entry, entry);
-    workers ??= startPythonVerifier(verifierOptions(gateOptions, target, effectivePolicy(gateOptions), cwd));
+  const shared = (checked: CheckedGate): Verifier => {
+    workers ??= startPythonVerifier(verifierOptions(gateOptions, checked));
     return workers;
   };
 
   const gateOne = async (reward: string | null): Promise<GateResult> => {
     const started = performance.now();
-    const policy = effectivePolicy(gateOptions);
-    const formats = resolveFormats(gateOptions.format);
-    const running = shared();
+    const checked = checkGateOptions(gateOptions);
+    const running = shared(checked);
     const verifier: Verifier = {
       calls: new RewardQueue(running.calls, reward),
       openFresh: async () => freshFor(await running.openFresh(), reward),
     };
-    return gateStarted(gateOptions, verifier, { started, policy, formats, verifierFile: target.kind === 'file' ? target.path : null });
+    return gateStarted(gateOptions, verifier, { started, ...checked.start });
   };
 
   return {
@@ -200,7 +193,7 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
         });
       }
     },
-    calls: (reward) => new RewardQueue(shared().calls, reward),
+    calls: (reward) => new RewardQueue(shared(checkGateOptions(gateOptions)).calls, reward),
     async close() {
       try {
         await stopWorkers();

@@ -62,12 +62,25 @@ async function loadRows(options: EnvScoringOptions): Promise<readonly EnvRow[]> 
 
 const key = (prompt: string | null, answer: string): string => `${(prompt ?? '').trim()}\u241f${answer.trim()}`;
 
-export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvScoring> {
-  const rows = options.rows ?? (await loadRows(options));
+/**
+ * The row each rollout was run on, put in its info as the shim expects: by
+ * its prompt and answer, else a classic rollout's `example_id` when that row
+ * has its answer; null when no row matches.
+ */
+export function rowPlacer(rows: readonly EnvRow[]): (rollout: Rollout) => Rollout | null {
   const byPrompt = new Map<string, number>();
   rows.forEach((row, index) => {
     if (row.answer !== null && !byPrompt.has(key(row.prompt, row.answer))) byPrompt.set(key(row.prompt, row.answer), index);
   });
+  return (rollout) => {
+    let row = byPrompt.get(key(rollout.prompt, rollout.answer));
+    if (row === undefined && /^\d+$/.test(rollout.id) && rows[Number(rollout.id)]?.answer?.trim() === rollout.answer.trim()) row = Number(rollout.id);
+    return row === undefined ? null : { ...rollout, info: { ...rollout.info, gatekept_row: row } };
+  };
+}
+
+export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvScoring> {
+  const place = rowPlacer(options.rows ?? (await loadRows(options)));
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-scan-shim-${process.pid}-`));
   try {
     await copyEnvShim(dir);
@@ -78,11 +91,7 @@ export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvSco
   }
   return {
     reward: `${path.join(dir, 'env_shim.py')}:reward`,
-    place(rollout) {
-      let row = byPrompt.get(key(rollout.prompt, rollout.answer));
-      if (row === undefined && /^\d+$/.test(rollout.id) && rows[Number(rollout.id)]?.answer?.trim() === rollout.answer.trim()) row = Number(rollout.id);
-      return row === undefined ? null : { ...rollout, info: { ...rollout.info, gatekept_row: row } };
-    },
+    place,
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }

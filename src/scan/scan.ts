@@ -12,7 +12,7 @@ import { parseVerifierSpec } from '../runtime/verifier-spec.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
 import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
-import { openEnvScoring, type EnvRow } from './env-scoring.js';
+import { openEnvScoring, rowPlacer, type EnvRow } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
 import { openRollouts, parseFieldMap, type Rollout } from './read-rollouts.js';
 import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
@@ -104,8 +104,10 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
   // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
   const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
+  // Workers that score the environment already (audit --env's) are used as they are: no shim, no workers of the scan's own.
+  const shared = spec !== null && options.envCalls && options.envRows ? options.envCalls : null;
   const scoring =
-    spec === null
+    spec === null || shared
       ? null
       : await openEnvScoring({
           spec,
@@ -116,14 +118,13 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
           ...(options.sandbox ? { sandbox: options.sandbox } : {}),
           ...(options.envRows ? { rows: options.envRows } : {}),
         });
-  const target = parseVerifierSpec(scoring?.reward ?? options.reward!, cwd);
-  const shared = scoring && options.envCalls ? options.envCalls : null;
+  const place = shared ? rowPlacer(options.envRows!) : (scoring?.place ?? null);
   const pool: CallQueue =
     shared ??
     WorkerPool.start({
       python,
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-      target,
+      target: parseVerifierSpec(scoring?.reward ?? options.reward!, cwd),
       pythonpath,
       // The environment's shim takes the completion as text, as audit --env calls it.
       completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
@@ -163,7 +164,7 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
       if (running.length >= CHUNKS_IN_FLIGHT) commit(await running.shift()!);
     };
     for await (const read of source.rollouts) {
-      const rollout = scoring ? scoring.place(read) : read;
+      const rollout = place ? place(read) : read;
       if (rollout === null) {
         tally.add(
           read,
