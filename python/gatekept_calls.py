@@ -135,10 +135,11 @@ def _watch_own_timers():
 
         signal.signal = watched_signal
         signal.getsignal = watched_getsignal
-    if "thread" not in _WATCHED:
+    # Like the pools below, watched once the verifier (or its warm-up) has
+    # imported it: importing it here would cost every start a few ms.
+    threading = sys.modules.get("threading")
+    if threading is not None and "thread" not in _WATCHED:
         _WATCHED.add("thread")
-        import threading
-
         join = threading.Thread.join
 
         def watched_join(self, timeout=None):

@@ -142,12 +142,25 @@ def _import_target(target, import_timeout, import_wall):
 SOURCE_HASH_LIMIT = 64 << 20
 
 
+def _sha256():
+    # The bare sha256 module where the interpreter has one (_sha2 from 3.12,
+    # _sha256 before): hashlib loads OpenSSL's bindings first, some 6 ms of
+    # every start.
+    for name in ("_sha2", "_sha256"):
+        try:
+            return importlib.import_module(name).sha256()
+        except (ImportError, AttributeError):
+            pass
+    import hashlib
+
+    return hashlib.sha256()
+
+
 def _locate(target):
     """The file the import will load, found without running any of the
     verifier's code (a dotted name is walked by the path finder, not imported
     parent by parent), and the sha256 of its bytes: the record names what was
     imported, not what the module says its __file__ is."""
-    import hashlib
     from importlib.machinery import PathFinder
 
     origin = None
@@ -179,7 +192,7 @@ def _locate(target):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return origin, None
-        digest = hashlib.sha256()
+        digest = _sha256()
         left = SOURCE_HASH_LIMIT
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))

@@ -152,13 +152,36 @@ function failedOn(result: EvalResult): boolean {
   return result.status !== 'skipped' && (result.status !== 'ok' || result.reward === null);
 }
 
-/** Calibrate, attack, screen and settle one row. */
-export async function auditRow(plan: GoldPlan, evaluator: Evaluator, settings: RowSettings): Promise<RowOutcome> {
-  const row = plan.row.index;
-  let judging = performance.now();
+/** What a row sends first: its calibration probes and the raw payloads beside them. */
+export interface RowOpening {
+  probes: Probe[];
+  early: Candidate[];
+  /** Node's time building them, in ms. */
+  judgeMs: number;
+}
+
+/**
+ * A row's opening, built before its first call: the gate builds the first
+ * rows' while the verifier's workers start, so their first calls go out as
+ * soon as a worker is ready.
+ */
+export function openRow(plan: GoldPlan, settings: Pick<RowSettings, 'corpus' | 'custom'>): RowOpening {
+  const judging = performance.now();
   const probes = calibrationProbes(plan.context.gold, plan.context.wrong[0]!, settings.custom);
   const early = openingCandidates(settings.corpus, plan);
-  let judgeMs = performance.now() - judging;
+  return { probes, early, judgeMs: performance.now() - judging };
+}
+
+/** Calibrate, attack, screen and settle one row. */
+export async function auditRow(
+  plan: GoldPlan,
+  evaluator: Evaluator,
+  settings: RowSettings,
+  { probes, early, judgeMs: openingMs }: RowOpening = openRow(plan, settings),
+): Promise<RowOutcome> {
+  const row = plan.row.index;
+  let judging = 0;
+  let judgeMs = openingMs;
   // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
   const opening = await evaluator.evaluate(
     [...probes.map((probe) => requestFor(plan, probe.completion)), ...early.map((candidate) => requestFor(plan, candidate.completion))],

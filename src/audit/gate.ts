@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { auditRow, commitRow, type AuditState, type RowOutcome, type RowSettings } from './audit-row.js';
+import { auditRow, commitRow, openRow, type AuditState, type RowOpening, type RowOutcome, type RowSettings } from './audit-row.js';
 import { buildRecord } from './build-record.js';
 import { collectGarbageIfGrown } from './collect-garbage.js';
 import { loadCorpus } from './corpus.js';
@@ -160,6 +160,8 @@ export async function runAudit(options: AuditOptions, verifier: Verifier, start:
     await Promise.all([pool.close(), closeFresh()]);
     throw error;
   }
+  // The first rows' openings are built while the workers start (see openRow).
+  const openings = new Map(plan.plans.slice(0, ROWS_IN_FLIGHT).map((row, index) => [index, openRow(row, { corpus, custom: formats.custom })]));
   try {
     await poolReady;
   } catch (error) {
@@ -183,7 +185,7 @@ export async function runAudit(options: AuditOptions, verifier: Verifier, start:
       phases: { start: startMs, plan: planMs },
     };
     const auditing = performance.now();
-    const rowsAudited = await auditRows(plan, evaluator, state, {
+    const rowsAudited = await auditRows(plan, evaluator, state, openings, {
       corpus,
       answerType: plan.answerType,
       format: formats.named,
@@ -267,7 +269,7 @@ interface RowsSettings extends Omit<RowSettings, 'onCandidates'> {
  * Every row of the plan, ROWS_IN_FLIGHT at a time, committed in row order;
  * the number of rows audited (fewer when a timeout ends the audit).
  */
-async function auditRows(plan: AuditPlan, evaluator: Evaluator, state: AuditState, settings: RowsSettings): Promise<number> {
+async function auditRows(plan: AuditPlan, evaluator: Evaluator, state: AuditState, openings: Map<number, RowOpening>, settings: RowsSettings): Promise<number> {
   const total = plan.plans.length;
   const running = new Map<number, Promise<RowOutcome>>();
   let started = 0;
@@ -287,7 +289,9 @@ async function auditRows(plan: AuditPlan, evaluator: Evaluator, state: AuditStat
   const startRows = (): void => {
     while (started < total && started < committed + ROWS_IN_FLIGHT && !evaluator.stopped) {
       if (started >= total - ROWS_IN_FLIGHT) settings.nearEnd();
-      const outcome = auditRow(plan.plans[started]!, evaluator, rowSettings);
+      const opening = openings.get(started);
+      openings.delete(started);
+      const outcome = auditRow(plan.plans[started]!, evaluator, rowSettings, opening);
       // Awaited in order below; until then a failure is held here, not unhandled.
       outcome.catch(() => undefined);
       running.set(started, outcome);
