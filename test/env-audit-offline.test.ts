@@ -155,12 +155,12 @@ describe("the public environments' shapes: classic gsm8k", () => {
   it(
     'the classic gsm8k shape (vf.MathRubric, dataset by name from the cache) loads and is gated in the sandbox, judged on what it pays alone',
     async () => {
-      // limits.memory_mb bounds address space, which datasets' multiprocessing
-      // manager (a fork of a worker that imported verifiers, datasets and
-      // pyarrow) nearly fills at the default: a thread it then cannot start
-      // leaves .map() waiting forever. A user meets the same (see
-      // docs/env-audit.md); here the limit is lifted.
-      const policy = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 }, limits: { memory_mb: 0 } });
+      // At the default limits.memory_mb: datasets' multiprocessing manager (a
+      // fork of a worker that imported verifiers, datasets and pyarrow) starts
+      // its threads within that address space (see MALLOC_ARENA_MAX in
+      // src/runtime/python-env.ts).
+      const policy = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
+      expect(policy.limits.memoryMb).toBe(2048);
       // One row: each of math-verify's pathological parses costs its pool's 5 s timeout, twice (the second run alone).
       const result = await auditEnv({ policy, env: path.join(ENVS, 'v0-gsm8k'), python: V0(), rows: 1, workers: WORKERS, hfCache: hfHome });
       // Its environment starts worker processes twice: datasets'

@@ -49,6 +49,12 @@ export function pythonEnv(options: PythonEnvOptions): NodeJS.ProcessEnv {
     OMP_NUM_THREADS: '1',
     OPENBLAS_NUM_THREADS: '1',
     MKL_NUM_THREADS: '1',
+    // glibc reserves an arena of 64 MiB of address space for each thread
+    // that allocates, up to 8 per core: a multiprocessing manager's threads in
+    // a fork of a worker that imported datasets and pyarrow then run out of
+    // limits.memory_mb's address space and cannot start a thread. Two arenas
+    // are shared by every thread instead (memory use is the same).
+    MALLOC_ARENA_MAX: '2',
     ...options.extra,
   };
 }
