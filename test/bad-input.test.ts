@@ -284,7 +284,17 @@ describe('verifier specs and datasets (gatekept gate)', () => {
     ],
     [['--reward', 'examples/verifiers:reward'], [/'examples\/verifiers' in verifier 'examples\/verifiers:reward' looks like a path but does not end in \.py/]],
     [['--reward', 'examples/verifiers/README.md:reward'], [/looks like a path but does not end in \.py/]],
-    [['--reward', 'examples/verifiers/strict.py:'], [/verifier 'examples\/verifiers\/strict\.py:' is malformed/]],
+    [
+      ['--reward', 'examples/verifiers/strict.py:'],
+      [
+        /verifier 'examples\/verifiers\/strict\.py:' is malformed/,
+        /fix: .*e\.g\. 'examples\/verifiers\/strict\.py:reward'; defined at its top level: _visible, _boxed, _number, reward/,
+      ],
+    ],
+    [
+      ['--reward', 'examples/verifiers/strict.py'],
+      [/is malformed/, /fix: name the function after a colon: 'examples\/verifiers\/strict\.py:FUNCTION', e\.g\./],
+    ],
     [
       ['--reward', 'examples/verifiers/strict.py:_WS'],
       [/error \[VERIFIER_NOT_CALLABLE\]: .*strict\.py:_WS cannot be called/, / {2}- .*_WS is a str, not a function/],

@@ -320,7 +320,7 @@ describe('a REJECT writes nothing', () => {
     // A hang costs one 500 ms call timeout, not one per candidate: the
     // audit stops at the first (on a calibration probe or on a raw payload
     // sent beside them), and says which rows it left unaudited.
-    ['faulty/loop-forever.py', [/timed out on a (valid|plainly wrong) answer|timed-out on 1 attack candidate/, /stopped at the first timeout or crash/]],
+    ['faulty/loop-forever.py', [/timed out on a (valid|plainly wrong) answer|timed out on 1 attack candidate/, /stopped at the first timeout or crash/]],
   ] as const)('%s', async (verifier, reasons) => {
     const parent = await mkdtemp(path.join(scratch, 'reject-'));
     const out = path.join(parent, 'nested', 'out');

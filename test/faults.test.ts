@@ -125,15 +125,15 @@ describe('a well-behaved control', () => {
 });
 
 const HANGS_AT_THE_FIRST_CALL =
-  /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms|unauditable: the verifier timed-out on 1 attack candidate/;
+  /broken verifier: it timed out on a (valid|plainly wrong) answer .*within 500 ms|unauditable: the verifier timed out on 1 attack candidate/;
 
 describe('misbehaving verifiers are rejected (exit 1)', () => {
   it.each([
     // hangs: on a calibration probe or on a raw payload sent beside them, as the seeded order has it
     ['loop-forever', HANGS_AT_THE_FIRST_CALL],
     ['loop-signals-blocked', HANGS_AT_THE_FIRST_CALL],
-    ['backtrack', /unauditable: the verifier timed-out on 1 attack candidate/],
-    ['hang-on-attacks', /unauditable: the verifier timed-out on 1 attack candidate/],
+    ['backtrack', /unauditable: the verifier timed out on 1 attack candidate/],
+    ['hang-on-attacks', /unauditable: the verifier timed out on 1 attack candidate/],
     // resources and processes
     ['memory-hog', /broken verifier: it raised on a valid answer .*MemoryError/],
     // ending the process
@@ -148,9 +148,9 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
     ['returns-nan', /non-finite-reward \(returned NaN or an infinite reward\)/],
     ['returns-inf', /non-finite-reward \(returned NaN or an infinite reward\)/],
     ['returns-huge', /non-finite-reward \(returned NaN or an infinite reward\)/],
-    ['returns-none', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
-    ['returns-string', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
-    ['returns-list', /unauditable: the verifier non-numeric-reward on \d+ attack candidates/],
+    ['returns-none', /unauditable: the verifier returned a non-number on \d+ attack candidates/],
+    ['returns-string', /unauditable: the verifier returned a non-number on \d+ attack candidates/],
+    ['returns-list', /unauditable: the verifier returned a non-number on \d+ attack candidates/],
     ['raises-on-some', /unauditable: the verifier raised on \d+ attack candidates/],
   ] as const)('%s', async (fixture, reason) => {
     const run = await gateFixture(fixture);

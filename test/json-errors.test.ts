@@ -2,9 +2,13 @@
  * A run asked for JSON that ends before any record (bad input, exit 2) still
  * prints JSON on stdout: a script that reads stdout learns why, not nothing.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { expect, it } from 'vitest';
 import { run } from '../src/cli/run.js';
 import type { Io } from '../src/cli/io.js';
+import { testPython } from './support/test-python.js';
 
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -41,3 +45,21 @@ it('a usage mistake under --json is JSON too; without --json stdout stays empty'
   expect(plain.code).toBe(2);
   expect(plain.stdout).toBe('');
 });
+
+it('every error under --json has all four fields: a verifier with a syntax error gets a suggestion, a usage mistake a null one', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'gatekept-json-errors-'));
+  try {
+    await writeFile(path.join(dir, 'broken.py'), 'def reward(completion, answer:\n    return 1.0\n');
+    const python = testPython('verifiers-v1');
+    const syntax = await cli(['gate', '--reward', path.join(dir, 'broken.py:reward'), '--answer', '42', '--json', '--python', python, '--sandbox', 'none']);
+    expect(syntax.code).toBe(2);
+    const error = (JSON.parse(syntax.stdout) as { error: Record<string, unknown> }).error;
+    expect(Object.keys(error).sort()).toEqual(['code', 'details', 'message', 'suggestion']);
+    expect(error.code).toBe('VERIFIER_IMPORT_FAILED');
+    expect(error.suggestion).toMatch(/--python/);
+    const usage = await cli(['gate', '--reward', 'm:f', '--answer', '1', '--json', '--no-such-flag']);
+    expect((JSON.parse(usage.stdout) as { error: Record<string, unknown> }).error).toHaveProperty('suggestion', null);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}, 120_000);

@@ -399,6 +399,15 @@ describe('decide', () => {
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['NO_FORMAT_ACCEPTS_GOLD', 'ERRORS_ON_ATTACKS', 'SIDE_EFFECTS']);
   });
 
+  it('says in words what the verifier did on the attack candidates it failed on', () => {
+    const said = (invariant: string): string =>
+      decide({ ...clean, errors: [{ invariant, count: 3, example: 'x' }] }).reasons.find((reason) => reason.code === 'ERRORS_ON_ATTACKS')!.message;
+    expect(said('non-numeric-reward')).toMatch(/^unauditable: the verifier returned a non-number on 3 attack candidates /);
+    expect(said('timed-out')).toMatch(/^unauditable: the verifier timed out on 3 attack candidates /);
+    expect(said('exit-attempt')).toMatch(/^unauditable: the verifier tried to exit on 3 attack candidates /);
+    expect(said('raised')).toMatch(/^unauditable: the verifier raised on 3 attack candidates /);
+  });
+
   it('rejects a completion without the gold that was paid under it and under another gold, however low the rates', () => {
     const answerIgnored = { count: 2, completion: 'Judgement: CORRECT', rewardedUnder: ['42', 'Judgement', '17'] };
     const decision = decide({ ...clean, hackability: 8, answerIgnored });

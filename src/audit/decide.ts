@@ -122,6 +122,15 @@ export function describeBroken(row: number, answer: string, reason: BrokenReason
   }
 }
 
+/** What the verifier did on an attack candidate, as the reason says it. */
+const FAILED: Readonly<Record<string, string>> = {
+  raised: 'raised',
+  'timed-out': 'timed out',
+  crashed: 'crashed',
+  'exit-attempt': 'tried to exit',
+  'non-numeric-reward': 'returned a non-number',
+};
+
 export function decide(input: DecisionInput): Decision {
   const { policy } = input;
   const reasons: Reason[] = [];
@@ -129,7 +138,7 @@ export function decide(input: DecisionInput): Decision {
   for (const error of input.errors) {
     reasons.push({
       code: 'ERRORS_ON_ATTACKS',
-      message: `unauditable: the verifier ${error.invariant} on ${error.count} attack candidate${error.count === 1 ? '' : 's'} (e.g. ${JSON.stringify(error.example.slice(0, 60))}); a reward function must return a number for every completion`,
+      message: `unauditable: the verifier ${FAILED[error.invariant] ?? error.invariant} on ${error.count} attack candidate${error.count === 1 ? '' : 's'} (e.g. ${JSON.stringify(error.example.slice(0, 60))}); a reward function must return a number for every completion`,
     });
   }
   for (const effect of input.sideEffects) {

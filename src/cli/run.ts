@@ -282,7 +282,8 @@ function wantsJson(argv: readonly string[]): boolean {
 /**
  * A run asked for JSON that ends in an error still prints JSON, so a script
  * reading stdout gets the reason (and the exit code) rather than nothing.
+ * Every field is always there: `suggestion` is null where there is none.
  */
 function errorJson(code: string, message: string, details: readonly string[], suggestion: string | undefined, exitCode: ExitCode): string {
-  return `${JSON.stringify({ schema: 'gatekept.error/v1', exit_code: exitCode, error: { code, message, details, ...(suggestion ? { suggestion } : {}) } }, null, 2)}\n`;
+  return `${JSON.stringify({ schema: 'gatekept.error/v1', exit_code: exitCode, error: { code, message, details, suggestion: suggestion ?? null } }, null, 2)}\n`;
 }

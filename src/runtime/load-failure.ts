@@ -36,7 +36,11 @@ export function loadFailure(error: LoadError, options: NormalisedOptions): Gatek
         suggestion: 'check the function name after the colon',
       });
     case 'syntax_error':
-      return new GatekeptError('VERIFIER_IMPORT_FAILED', `the verifier ${label} has a syntax error`, { details });
+      return new GatekeptError('VERIFIER_IMPORT_FAILED', `the verifier ${label} has a syntax error`, {
+        details,
+        // A file that parses elsewhere may use syntax newer than this interpreter's.
+        suggestion: `fix the line the details name, or pass a newer Python with --python (this one is '${options.python}')`,
+      });
     case 'import_error':
       return new GatekeptError('VERIFIER_IMPORT_FAILED', `importing the verifier ${label} failed`, {
         details,
