@@ -180,7 +180,7 @@ export async function auditRow(
   { probes, early, judgeMs: openingMs }: RowOpening = openRow(plan, settings),
 ): Promise<RowOutcome> {
   const row = plan.row.index;
-  let judging = 0;
+  let judging: number;
   let judgeMs = openingMs;
   // A verifier that hangs costs one call timeout (and its re-run) here: evaluation stops at the first one.
   const opening = await evaluator.evaluate(

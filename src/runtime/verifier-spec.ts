@@ -62,7 +62,8 @@ function functionSuggestion(spec: string, cwd: string): string {
   if (!where.endsWith('.py')) return generic;
   let text: string;
   try {
-    const fd = openSync(path.resolve(cwd, where), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // Followed like the spec's own file (a link to it is the user's); never waited on (a FIFO).
+    const fd = openSync(path.resolve(cwd, where), constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       if (!fstatSync(fd).isFile()) return generic;
       const buffer = Buffer.alloc(SCANNED_BYTES);
