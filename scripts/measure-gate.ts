@@ -35,6 +35,8 @@ export const PANEL_VARIANTS = [
   { fn: 'reward', expected: ['sound', 'false-accept only'] },
   { fn: 'reward_exploit', expected: ['exploitable'] },
   { fn: 'reward_false_accept', expected: ['false-accept only'] },
+  // A leniency such as math-verify's two readings of a percentage: reported, gated only under a strict policy.
+  { fn: 'reward_rereading', expected: ['false-accept only', 'sound'] },
 ] as const;
 
 const panelSchema = z.object({ file: z.string(), answer: z.string(), answer_type: z.enum(ANSWER_TYPES), style: z.string() });
@@ -166,7 +168,7 @@ export function panelOutcome(entry: PanelEntry, variant: PanelVariant, record: A
     variant: variant.fn,
     observed,
     decision: record.decision,
-    strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 ? 'REJECT' : 'PASS',
+    strict_decision: record.decision === 'REJECT' || record.false_accepts.total > 0 || (record.leniencies?.total ?? 0) > 0 ? 'REJECT' : 'PASS',
     hackability: record.hackability,
     exploits: record.findings_total,
     false_accepts: record.false_accepts.total,

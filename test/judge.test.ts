@@ -430,6 +430,7 @@ describe('decide', () => {
       values: 2,
       mean: 0.6667,
       baseline: 0.55,
+      gain: 0.1297,
     };
     const decision = decide({ ...clean, hackability: 3, hedgingPays });
     expect(decision.reasons.map((reason) => reason.code)).toEqual(['HEDGING_PAYS']);

@@ -34,6 +34,9 @@ const python = testPython('verifiers-v1');
 /** Whether the entry's file holds a false-accept-class bug too (the newer entries hold an exploit bug only). */
 const hasFalseAccept = (entry: PanelEntry): boolean => readFileSync(path.join(PANEL_DIR, entry.file), 'utf8').includes('def reward_false_accept(');
 
+/** Whether the entry's file holds a leniency variant: a reward that reads one stated quantity two ways. */
+const hasReReading = (entry: PanelEntry): boolean => readFileSync(path.join(PANEL_DIR, entry.file), 'utf8').includes('def reward_rereading(');
+
 /** Reasons a verifier with an exploit is rejected for. */
 const EXPLOIT_REASONS = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS', 'ANSWER_IGNORED'];
 
@@ -109,6 +112,17 @@ describe('reference panel', () => {
         );
         // --strict changes the decision alone, not a call of the audit (see
         // the strict gate below): this record rejects under it.
+        expect(outcomes.at(-1)!.strict_decision).toBe('REJECT');
+      }
+      if (hasReReading(entry)) {
+        // One stated quantity read two ways (math-verify's percentages): reported as a leniency, never an exploit.
+        const lenient = await run(entry, 'reward_rereading');
+        outcomes.push(panelOutcome(entry, variant('reward_rereading'), lenient.record));
+        expect(lenient.decision, JSON.stringify(lenient.record.reasons)).toBe('PASS');
+        expect(lenient.record.findings_total).toBe(0);
+        expect(lenient.record.leniencies?.total).toBeGreaterThan(0);
+        expect(lenient.record.leniencies?.examples.every((example) => example.invariant === 're-reading' && example.severity === 'low')).toBe(true);
+        expect(lenient.record.leniencies?.examples[0]?.rewarded_under.length).toBe(2);
         expect(outcomes.at(-1)!.strict_decision).toBe('REJECT');
       }
       // What npm run measure committed for this entry is what a fresh audit gives.

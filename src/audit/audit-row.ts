@@ -1,4 +1,4 @@
-import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
+import { alternateGolds, infoUnder, sameValue, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import { SLOW_INPUT_MIN_CHARS, type Evaluator } from './evaluator.js';
@@ -7,6 +7,7 @@ import {
   hedgeGain,
   isGraded,
   isRewarded,
+  paidWhateverTheGold,
   screen,
   weighingLevels,
   settle,
@@ -15,6 +16,7 @@ import {
   type Commitments,
   type StatedValues,
   type Verdict,
+  type Weighing,
 } from './judge.js';
 import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
@@ -93,6 +95,8 @@ export interface RowOutcome {
 export interface RowSettings {
   corpus: Corpus;
   answerType: AnswerType;
+  /** The policy's min_gain: the margin a finding's gain must clear to decide. */
+  minGain: number;
   /** Built-in formats to attack in ('auto': every accepted one). */
   format: readonly AnswerFormat[] | 'auto';
   custom: readonly CustomFormat[];
@@ -264,7 +268,7 @@ export async function auditRow(
   // (and every hedge paid partial credit, where a fresh gold gives it a baseline).
   const alternateContext: AlternateContext = alternateContextOf(plan);
   const screensPartial = (plan.alternate !== null || plan.freshTwin !== undefined) && (plan.context.type === 'numeric' || plan.context.type === 'string');
-  const screens = screen({ candidates, results: attackResults, levels: () => levels, partial: screensPartial });
+  const screens = screen({ candidates, results: attackResults, levels: () => levels, partial: screensPartial, margin: settings.minGain });
   const pending: { index: number; answers: string[] }[] = [];
   screens.forEach((verdict, index) => {
     if (verdict.kind !== 'rewarded' && verdict.kind !== 'paid') return;
@@ -324,6 +328,33 @@ export async function auditRow(
   );
   judging = performance.now();
   const commitReward = new Map(keys.map((key, index) => [key, commitResults[index]!]));
+  // A completion paid whatever the gold is weighed, under each gold, against
+  // a plainly wrong answer there: a graded reward pays wrong answers unevenly.
+  const gains: Weighing = { margin: settings.minGain, type: plan.context.type, choices: plan.context.choices };
+  // Only numbers and text: for labels and booleans committing is a uniform guess among the answers.
+  const unbounded = plan.context.type === 'numeric' || plan.context.type === 'string';
+  const paidAnyway = unbounded
+    ? weighing.filter(({ candidate, outcomes, reward }) => reward !== null && paidWhateverTheGold(candidate, outcomes, levels, reward, gains) !== null)
+    : [];
+  const wrongProbe = probes.find(
+    (probe, index) => probe.kind === 'wrong' && calibration[index]!.status === 'ok' && calibration[index]!.reward === levels.wrongCeiling,
+  );
+  const wrongGolds = wrongProbe
+    ? [...new Set(paidAnyway.flatMap(({ outcomes }) => outcomes.map(({ answer }) => answer)))].filter(
+        (answer) => !sameValue(answer, plan.context.wrong[0]!, plan.context.type),
+      )
+    : [];
+  judgeMs += performance.now() - judging;
+  const wrongResults = await evaluator.evaluate(
+    wrongGolds.map((answer) => requestFor(plan, wrongProbe!.completion, answer, infoOf(answer))),
+    { key: `row ${row} baselines`, phase: 'invariance' },
+  );
+  const wrongUnder = new Map(wrongGolds.map((answer, index) => [answer, wrongResults[index]!] as const));
+  gains.wrongUnder = (answer) => {
+    const result = wrongUnder.get(answer);
+    return result?.status === 'ok' ? result.reward : null;
+  };
+  judging = performance.now();
   const settled = new Map<number, Verdict>();
   // A call that failed under an alternate gold is the one an error report should show.
   const shown = [...attackResults];
@@ -343,6 +374,7 @@ export async function auditRow(
       stated,
       commitments,
       reward,
+      weighing: gains,
     });
     settled.set(index, verdict);
     const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
@@ -361,7 +393,7 @@ export async function auditRow(
       verdicts,
       shown,
       variants: variants.map((variant, index) => ({ ...variant, result: variantResults[index]! })),
-      results: [...variantResults, ...alternateResults],
+      results: [...variantResults, ...alternateResults, ...commitResults, ...wrongResults],
     },
     judgeMs,
   };

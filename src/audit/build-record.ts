@@ -89,6 +89,7 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
     findings_total: findingsTotal,
     false_accepts: state.tally.falseAcceptRecord(familyMeta),
     equivalent_forms: state.tally.equivalentFormRecord(),
+    leniencies: state.tally.leniencyRecord(familyMeta),
     errors: state.tally.errorGroups(),
     side_effects: state.tally.sideEffectGroups(),
     honest: {

@@ -22,7 +22,7 @@ export interface DecisionInput {
    * it and under another gold (the first one's completion and golds): one
    * rejects, whatever the rates.
    */
-  answerIgnored?: { count: number; completion: string; rewardedUnder: readonly string[] } | null;
+  answerIgnored?: { count: number; completion: string; rewardedUnder: readonly string[]; gain?: number | null } | null;
   /**
    * Exploits of completions stating several values whose expected reward,
    * over those values taken as the gold, beats committing to one of them
@@ -34,6 +34,12 @@ export interface DecisionInput {
   hackRate: HackRate;
   /** Rewarded completions that do not commit to the gold alone; they reject only under a strict policy. */
   falseAccepts?: { total: number; attempts: number; example: string | null };
+  /**
+   * Completions paid under more than one gold that do not decide: a
+   * re-reading of the one quantity stated, or a gain below min_gain. They
+   * reject only under a strict policy.
+   */
+  leniencies?: { total: number; example: { completion: string; rewardedUnder: readonly string[]; invariant: string } | null };
   /** Attack candidates on which the verifier raised, timed out, crashed or returned a non-number. */
   errors: readonly { invariant: string; count: number; example: string }[];
   /** Side effects seen (kind → count), excluding harmless output. */
@@ -161,7 +167,7 @@ export function decide(input: DecisionInput): Decision {
     const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
     reasons.push({
       code: 'ANSWER_IGNORED',
-      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)}, written the same whatever the gold, was rewarded under the golds ${golds}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
+      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)} was paid under the golds ${golds}${ignored.gain != null ? `, more than committing to an answer earns under each, by ${ignored.gain} of the spread between the honest and the wrong reward` : ''}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
     });
   }
   const hedging = input.hedgingPays;
@@ -170,7 +176,7 @@ export function decide(input: DecisionInput): Decision {
     const paid = hedging.rewards.map(({ gold, reward }) => `${JSON.stringify(gold)}: ${round(reward)}`).join(', ');
     reasons.push({
       code: 'HEDGING_PAYS',
-      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)}${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
+      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)} (a gain of ${round(hedging.gain)} of the spread between the honest and the wrong reward, over min_gain ${policy.minGain})${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
     });
   }
   if (input.hackability >= policy.maxHackability) {
@@ -221,6 +227,14 @@ export function decide(input: DecisionInput): Decision {
     reasons.push({
       code: 'FALSE_ACCEPTS',
       message: `strict policy: ${falseAccepts.total} of ${falseAccepts.attempts} attack candidate${falseAccepts.attempts === 1 ? '' : 's'} rewarded without committing to the gold alone (e.g. ${JSON.stringify((falseAccepts.example ?? '').slice(0, 60))}); no other gold pays them, but a sound verifier scores them as wrong`,
+    });
+  }
+  const lenient = input.leniencies;
+  if (policy.strict && lenient && lenient.total > 0 && lenient.example) {
+    const under = lenient.example.rewardedUnder.map((gold) => JSON.stringify(gold)).join(' and ');
+    reasons.push({
+      code: 'LENIENCIES',
+      message: `strict policy: ${lenient.total} completion${lenient.total === 1 ? ' was' : 's were'} paid under more than one gold with little to gain (e.g. ${JSON.stringify(lenient.example.completion.slice(0, 60))}, paid under ${under}: ${lenient.example.invariant === 're-reading' ? 'one quantity read two ways' : 'a gain below min_gain'}); a sound verifier pays one reading of one answer`,
     });
   }
   return { decision: reasons.length === 0 ? 'PASS' : 'REJECT', reasons };

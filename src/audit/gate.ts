@@ -188,6 +188,7 @@ export async function runAudit(options: AuditOptions, verifier: Verifier, start:
     const rowsAudited = await auditRows(plan, evaluator, state, openings, {
       corpus,
       answerType: plan.answerType,
+      minGain: policy.minGain,
       format: formats.named,
       custom: formats.custom,
       reserve: (expected) => pool.reserve(expected),

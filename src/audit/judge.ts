@@ -2,8 +2,22 @@ import { formatsSpoken, type Levels } from './calibrate.js';
 import { isCustomFormat, slotValue, type FormatName } from './answer-values.js';
 import type { Candidate } from './expand-candidates.js';
 import type { EvalResult } from '../calls.js';
+import {
+  answerSpace,
+  GAIN_EPSILON,
+  hedgeGain,
+  ignoredGain,
+  isReReading,
+  rewardOr,
+  rewardRange,
+  shareOfSpread,
+  type Commitments,
+  type HedgeGain,
+} from './gain.js';
 import type { Invariant } from './record.js';
-import type { Severity } from '../types.js';
+import type { AnswerType, Severity } from '../types.js';
+
+export { hedgeGain, isGraded, type Commitments, type HedgeGain } from './gain.js';
 
 /**
  * The judge: every candidate gets a verdict naming the invariant that fired.
@@ -28,7 +42,7 @@ export type { Invariant };
  * `inapplicable`: an unrewarded payload written only in formats the verifier
  * does not read; it says nothing about the verifier and is not an attempt.
  */
-export type VerdictKind = 'exploit' | 'false_accept' | 'equivalent_form' | 'ok' | 'inapplicable' | 'error' | 'unjudged';
+export type VerdictKind = 'exploit' | 'lenient' | 'false_accept' | 'equivalent_form' | 'ok' | 'inapplicable' | 'error' | 'unjudged';
 
 export interface Verdict {
   kind: VerdictKind;
@@ -39,6 +53,12 @@ export interface Verdict {
   rewardedUnder: string[];
   /** For a completion stating several values: the evidence that hedging pays, when it does. */
   hedge?: HedgeGain;
+  /**
+   * What a policy that does not know the answer gains by writing the
+   * completion instead of committing, as a share of the honest-wrong spread:
+   * set on exploits and leniencies where a gain applies.
+   */
+  gain?: number | null;
 }
 
 /**
@@ -63,6 +83,8 @@ export const INVARIANT_TEXT: Readonly<Record<Invariant, string>> = {
   'attack-rewarded': 'rewarded a non-answer nearer the honest level than the wrong level',
   'false-accept': 'rewarded a completion that does not commit to the gold alone, though only when the gold is the answer',
   'equivalent-form': "rewarded the gold's own value written another way",
+  're-reading': 'rewarded the one quantity a completion states under two readings of it (a percentage, a digit grouping, a scale)',
+  'gain-below-margin': 'rewarded a completion under more than one gold, though a policy gains less than the margin by writing it',
   raised: 'raised an exception',
   'timed-out': 'did not return within the call timeout',
   crashed: 'killed its own process or crashed',
@@ -83,6 +105,9 @@ export const INVARIANT_ADVICE: Readonly<Record<Invariant, string>> = {
   'false-accept':
     'reward only a final answer that commits to one value: no negations, hedges read by position, later corrections, answers inside the reasoning or cut-off output',
   'equivalent-form': 'nothing to fix: a policy gains nothing from writing the gold another way',
+  're-reading':
+    'read a stated quantity one way (a percentage as its fraction or as the number, digit groups joined or not) where the task fixes the scale; leave it where golds are written both ways',
+  'gain-below-margin': 'nothing urgent: the partial credit a hedge earns is within the margin; pay partial credit for one committed answer only',
   raised: 'catch parsing failures and return the wrong-answer score; verifiers turns a raise into a silent 0',
   'timed-out': 'bound the work per completion (no unbounded loops, no backtracking-prone regular expressions on long input)',
   crashed: 'never kill or exit the process from a reward function',
@@ -180,10 +205,18 @@ export interface ScreenInput {
   /** Calibration of each row's gold. */
   levels: (row: number) => Levels | undefined;
   /**
-   * Whether partial payments are screened too: only where the invariance
-   * test has a gold the completion does not state to compare them with.
+   * Whether partial payments of hedges are screened too: only where the
+   * invariance test has a gold the completion does not state to compare
+   * them with.
    */
   partial?: boolean;
+  /**
+   * The policy's min_gain, where any completion paid more than a wrong
+   * answer earns anywhere by at least that share of the spread is screened
+   * too: paid under every gold, it ignores the answer at any level (see
+   * paidWhateverTheGold).
+   */
+  margin?: number;
 }
 
 /** A hedge or a dump: the completion states more than one value. */
@@ -207,7 +240,10 @@ export function screen(input: ScreenInput): Screen[] {
         const spoken = formatsSpoken(candidate.completion);
         if (spoken.length > 0 && !spoken.some((format) => levels.byFormat.has(format))) otherwise = verdict('inapplicable');
       }
-      const paid = input.partial && candidate.hackIf === 'rewarded' && statesSeveral(candidate) && result.reward > levels.wrongCeiling + EPSILON;
+      const hedgePaid = input.partial && statesSeveral(candidate) && result.reward > levels.wrongCeiling + EPSILON;
+      const spread = Math.max(0, levels.honestMax - levels.wrongCeiling);
+      const overWrong = input.margin !== undefined && result.reward > levels.wrongCeiling + Math.max(EPSILON, input.margin * spread);
+      const paid = candidate.hackIf === 'rewarded' && (hedgePaid || overWrong);
       return paid ? { kind: 'paid', invariant: null, severity: null, rewardedUnder: [candidate.answer], otherwise } : otherwise;
     }
     return { kind: 'rewarded', invariant: null, severity: null, rewardedUnder: [candidate.answer] };
@@ -234,79 +270,48 @@ export interface StatedValues {
   count: number;
 }
 
-/**
- * What committing to one of the values a hedge states earns, measured for a
- * graded reward: `rewards[i][j]` is the reward of the plain answer `values[i]`,
- * written in the hedge's layout, when the gold is `values[j]`. `values[0]` is
- * the row's gold.
- */
-export interface Commitments {
-  values: readonly string[];
-  rewards: readonly (readonly (number | null)[])[];
+/** How the second pass weighs what a policy gains: the policy's margin and the task's answers. */
+export interface Weighing {
+  /** The policy's min_gain: a finding decides only when its gain clears it. */
+  margin: number;
+  type: AnswerType;
+  choices: readonly string[];
+  /** What a plainly wrong answer earns under an alternate gold, where it was measured (see ignoredGain). */
+  wrongUnder?: ((gold: string) => number | null) | undefined;
 }
 
-/** The evidence that hedging pays: a completion's rewards under the values it states, against what committing earns. */
-export interface HedgeGain {
-  rewards: { gold: string; reward: number }[];
-  /** The values it states, the gold among them. */
-  count: number;
-  /** Its expected reward when the answer is any one of them. */
-  mean: number;
-  /** What committing to one of them earns in expectation. */
-  baseline: number;
-}
-
-/** Gains smaller than this are float noise, not a policy's advantage. */
-const GAIN_EPSILON = 1e-6;
-
-/** An alternate the verifier could not score earns what a wrong answer does. */
-function rewardOf(result: EvalResult, fallback: number): number {
-  return result.status === 'ok' && result.reward !== null ? result.reward : fallback;
-}
-
-/** Whether rewards take levels other than the two calibration measured in the layout: such a graded reward needs its commitments measured. */
-export function isGraded(rewards: readonly number[], layout: Pick<LayoutLevels, 'honest' | 'wrong'>): boolean {
-  return rewards.some((reward) => Math.abs(reward - layout.honest) > EPSILON && Math.abs(reward - layout.wrong) > EPSILON);
+/** Whether a completion mentions a value, as written: an alternate it does not mention is one it cannot be paid for stating. */
+function mentions(completion: string, value: string): boolean {
+  return completion.toLowerCase().includes(value.trim().toLowerCase());
 }
 
 /**
- * The gain test for a completion stating k values. Taken as the gold in
- * turn, each of them pays it a reward; its expectation (the values not tried
- * standing in for by the mean of those that were) is compared with what
- * committing to one value earns: (honest + (k-1) x wrong) / k in the layout
- * it is written in, where a wrong answer earns at least what the completion
- * earns under a gold it does not state (a bonus for the layout or the length
- * is paid whatever it says). A graded reward (similarity, overlap) pays
- * wrong answers unevenly, so there the commitments are measured and the
- * best of them is the baseline, over the same golds. Null when hedging gains
- * nothing.
+ * The evidence that a completion is paid whatever the gold: every gold tried
+ * pays it more than committing earns (see ignoredGain), and the golds tried
+ * include one it neither states nor reads as (every label, for multiple
+ * choice), so its payment cannot come from naming the answer.
  */
-export function hedgeGain(
+export function paidWhateverTheGold(
+  candidate: Pick<Candidate, 'answer' | 'completion'>,
+  alternates: readonly AlternateOutcome[],
+  levels: Pick<Levels, 'honestMax' | 'wrongCeiling'>,
   goldReward: number,
-  stated: readonly AlternateOutcome[],
-  count: number,
-  layout: Pick<LayoutLevels, 'honest' | 'wrong'>,
-  { unstatedReward = null, commitments = null }: { unstatedReward?: number | null; commitments?: Commitments | null } = {},
-): HedgeGain | null {
-  if (stated.length === 0) return null;
-  const wrong = Math.max(layout.wrong, unstatedReward ?? layout.wrong);
-  const others = stated.map(({ result }) => rewardOf(result, wrong));
-  const rewards = [{ gold: '', reward: goldReward }, ...stated.map(({ answer }, index) => ({ gold: answer, reward: others[index]! }))];
-  const k = Math.max(count, stated.length + 1);
-  const otherMean = others.reduce((sum, value) => sum + value, 0) / others.length;
-  let mean = (goldReward + (k - 1) * otherMean) / k;
-  let baseline = (layout.honest + (k - 1) * wrong) / k;
-  if (commitments) {
-    const byGold = new Map(rewards.slice(1).map(({ gold, reward }) => [gold, reward]));
-    const hedgeRewards = commitments.values.map((value, index) => (index === 0 ? goldReward : (byGold.get(value) ?? wrong)));
-    const n = commitments.values.length;
-    mean = hedgeRewards.reduce((sum, value) => sum + value, 0) / n;
-    const committed = commitments.rewards.map((row) => row.reduce<number>((sum, value) => sum + (value ?? wrong), 0) / n);
-    baseline = Math.max(unstatedReward ?? Number.NEGATIVE_INFINITY, ...committed);
-  }
-  if (mean <= baseline + GAIN_EPSILON) return null;
-  return { rewards, count: k, mean, baseline };
+  weighing: Weighing,
+): ReturnType<typeof ignoredGain> {
+  if (alternates.length === 0) return null;
+  const k = answerSpace(weighing.type, weighing.choices);
+  // A gold the completion states, or reads as (`0.42` for `42%`), may pay it for what it says.
+  const says = (answer: string): boolean => mentions(candidate.completion, answer) || isReReading(candidate.completion, [answer, answer], weighing.type);
+  if (Number.isFinite(k) ? alternates.length + 1 < k : alternates.every(({ answer }) => says(answer))) return null;
+  const rewards = [
+    { gold: candidate.answer, reward: goldReward },
+    ...alternates.map(({ answer, result }) => ({ gold: answer, reward: rewardOr(result, Number.NEGATIVE_INFINITY) })),
+  ];
+  return ignoredGain(rewards, { honest: levels.honestMax, wrong: levels.wrongCeiling }, k, weighing.wrongUnder);
 }
+
+/** Gains as the record shows them: four decimals. */
+const shown = (gain: number): number => Number(gain.toFixed(4));
 
 /**
  * The second pass for one screened candidate. An alternate gold may have a
@@ -316,10 +321,17 @@ export function hedgeGain(
  * verdict when it was `paid`; `partial` is given for hedges whose partial
  * payments can be weighed against a gold they do not state.
  *
- * A completion stating several values is an exploit when it is rewarded
- * under a gold it does not state, or when hedging pays (hedgeGain). Paid
- * under several golds only as much as committing to one of its values
- * earns, it is not: a fixed first or last rule pays the value it reads.
+ * Every finding is weighed by what a policy that does not know the answer
+ * gains by writing it (`weighing`; without one, any gain decides, as in a
+ * scan of rollouts). A completion paid under every gold tried more than
+ * committing earns, at any level, ignores the answer. Otherwise one paid
+ * under more than one gold is an exploit when its gain clears the margin;
+ * with a smaller gain, or paid only under readings of the one quantity it
+ * states, it is a leniency. A completion stating several values is an
+ * exploit when it is rewarded under a gold it does not state, or when
+ * hedging pays (hedgeGain); paid under several golds only as much as
+ * committing to one of its values earns, it is not: a fixed first or last
+ * rule pays the value it reads.
  */
 export function settle(
   candidate: Candidate,
@@ -331,6 +343,7 @@ export function settle(
     stated = null,
     commitments = null,
     reward = null,
+    weighing = null,
   }: {
     screened?: 'rewarded' | Extract<Screen, { kind: 'paid' }>;
     partial?: PartialCheck | null;
@@ -339,6 +352,7 @@ export function settle(
     commitments?: Commitments | null;
     /** The candidate's reward under its own gold, when no partial check gives it. */
     reward?: number | null;
+    weighing?: Weighing | null;
   } = {},
 ): Verdict {
   for (const { result } of alternates) {
@@ -347,38 +361,71 @@ export function settle(
   }
   const gold = [candidate.answer];
   if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
+  const margin = weighing?.margin ?? 0;
+  const clears = (gain: number): boolean => gain >= margin - GAIN_EPSILON;
   const rewardedUnder = (outcomes: readonly AlternateOutcome[]): string[] =>
     outcomes.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
   const notPaid = (): Verdict => {
     if (screened !== 'rewarded') return screened.otherwise;
     return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);
   };
-  if (!statesSeveral(candidate)) {
-    const under = screened === 'rewarded' ? rewardedUnder(alternates) : [];
-    if (under.length > 0 && commitments) {
-      // A graded reward pays a near answer under the gold and under itself alike: an exploit only where
-      // the completion earns more over those golds than writing one of them plainly does.
-      const layout = weighingLevels(candidate, levels);
-      const weighed = alternates.filter(({ answer }) => commitments.values.includes(answer));
-      const goldReward = reward ?? layout?.honest ?? null;
-      if (layout && goldReward !== null && !hedgeGain(goldReward, weighed, commitments.values.length, layout, { commitments })) return notPaid();
+  // Paid under several golds with too small a gain: a leniency where the screen found it rewarded, nothing where it was a partial payment.
+  const belowMargin = (golds: string[], gain: number): Verdict =>
+    screened === 'rewarded' ? { ...verdict('lenient', 'gain-below-margin', candidate.severity, golds), gain: shown(gain) } : screened.otherwise;
+  const own = weighingLevels(candidate, levels);
+  // Screened as rewarded without its reward given, it earned about the honest level.
+  const goldReward = partial?.reward ?? reward ?? (screened === 'rewarded' ? (own?.honest ?? null) : null);
+
+  if (weighing && goldReward !== null) {
+    const ignored = paidWhateverTheGold(candidate, alternates, levels, goldReward, weighing);
+    if (ignored && clears(ignored.gain)) {
+      return { ...verdict('exploit', 'answer-ignored', candidate.severity, [...gold, ...alternates.map(({ answer }) => answer)]), gain: shown(ignored.gain) };
     }
-    if (under.length > 0) return verdict('exploit', candidate.gFree ? 'answer-ignored' : 'attack-rewarded', candidate.severity, [...gold, ...under]);
-    return notPaid();
+  }
+
+  if (!statesSeveral(candidate)) {
+    if (screened !== 'rewarded') return screened.otherwise;
+    const under = rewardedUnder(alternates);
+    if (under.length === 0) return notPaid();
+    const golds = [...gold, ...under];
+    // A graded reward pays a near answer under the gold and under itself alike: weighed against writing one of them plainly.
+    const weighed = commitments
+      ? alternates.filter(({ answer }) => commitments.values.includes(answer))
+      : alternates.filter(({ answer }) => under.includes(answer));
+    const gain =
+      own && goldReward !== null
+        ? hedgeGain(goldReward, weighed, commitments ? commitments.values.length : golds.length, own, { commitments, unit: rewardRange(levels, own) })
+        : null;
+    if (own && goldReward !== null) {
+      if (!gain) return notPaid();
+      if (!clears(gain.gain)) return belowMargin(golds, gain.gain);
+    }
+    const shownGain = gain ? shown(gain.gain) : null;
+    if (weighing && !candidate.gFree && isReReading(candidate.completion, golds, weighing.type)) {
+      return { ...verdict('lenient', 're-reading', 'low', golds), gain: shownGain };
+    }
+    return { ...verdict('exploit', candidate.gFree ? 'answer-ignored' : 'attack-rewarded', candidate.severity, golds), gain: shownGain };
   }
   const invariant: Invariant = candidate.gFree ? 'answer-ignored' : 'hedge-rewarded';
   const statedSet = stated?.alternates ?? new Set(alternates.filter(({ answer }) => candidate.completion.includes(answer)).map(({ answer }) => answer));
   const statedOutcomes = alternates.filter(({ answer }) => statedSet.has(answer));
-  const unstatedUnder = screened === 'rewarded' ? rewardedUnder(alternates.filter(({ answer }) => !statedSet.has(answer))) : [];
-  if (unstatedUnder.length > 0) return verdict('exploit', invariant, candidate.severity, [...gold, ...rewardedUnder(statedOutcomes), ...unstatedUnder]);
+  const unstatedOutcomes = alternates.filter(({ answer }) => !statedSet.has(answer));
+  const unstatedUnder = screened === 'rewarded' ? rewardedUnder(unstatedOutcomes) : [];
+  if (unstatedUnder.length > 0) {
+    // Paid under a gold it does not state: what it earns there, over a wrong answer, it earns whatever the answer is.
+    const least = Math.min(...unstatedOutcomes.filter(({ answer }) => unstatedUnder.includes(answer)).map(({ result }) => rewardOr(result, 0)));
+    const gain = own ? shown(shareOfSpread(least - own.wrong, rewardRange(levels, own))) : null;
+    return { ...verdict('exploit', invariant, candidate.severity, [...gold, ...rewardedUnder(statedOutcomes), ...unstatedUnder]), gain };
+  }
   // Partial payments are weighed only where a gold the completion does not state tells what it earns anyway.
   const baseline = partial ? alternates.find(({ answer }) => answer === partial.unstated)?.result : undefined;
   const unstatedReward = baseline?.status === 'ok' && baseline.reward !== null ? baseline.reward : null;
-  const own = weighingLevels(candidate, levels);
-  // Screened as rewarded without its reward given, it earned about the honest level.
-  const goldReward = partial?.reward ?? reward ?? (screened === 'rewarded' ? (own?.honest ?? null) : null);
   if (!own || goldReward === null || (screened !== 'rewarded' && unstatedReward === null)) return notPaid();
-  const gain = hedgeGain(goldReward, statedOutcomes, stated?.count ?? statedOutcomes.length + 1, own, { unstatedReward, commitments });
+  const gain = hedgeGain(goldReward, statedOutcomes, stated?.count ?? statedOutcomes.length + 1, own, {
+    unstatedReward,
+    commitments,
+    unit: rewardRange(levels, own),
+  });
   if (!gain) return notPaid();
   const floor = Math.max(own.wrong, unstatedReward ?? own.wrong) + EPSILON;
   const paid = gain.rewards
@@ -386,5 +433,6 @@ export function settle(
     .filter((entry) => entry.reward > floor)
     .map((entry) => entry.gold);
   gain.rewards[0]!.gold = candidate.answer;
-  return { ...verdict('exploit', invariant, candidate.severity, [...gold, ...paid]), hedge: gain };
+  if (!clears(gain.gain)) return belowMargin([...gold, ...paid], gain.gain);
+  return { ...verdict('exploit', invariant, candidate.severity, [...gold, ...paid]), hedge: gain, gain: shown(gain.gain) };
 }

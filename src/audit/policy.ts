@@ -20,6 +20,7 @@ const DEFAULTS = {
   max_hack_rate_ci_hi: 0.25,
   seed: 20251122,
   strict: false,
+  min_gain: 0.05,
   budget: { rows: 8, bootstrap_resamples: 2000, confidence: 0.95 },
   timeouts: { call_ms: 10_000, import_ms: 30_000, total_s: 900 },
   limits: { memory_mb: 2048 },
@@ -124,6 +125,11 @@ function buildPolicyFileSchema() {
         .max(2 ** 32 - 1)
         .default(DEFAULTS.seed),
       strict: z.boolean().default(DEFAULTS.strict),
+      min_gain: z
+        .number()
+        .min(0)
+        .lt(1, { message: 'must be below 1: a gain is a share of the spread between the honest and the wrong reward, so 1 would pass every hedge' })
+        .default(DEFAULTS.min_gain),
       budget: budgetSchema.default({ ...DEFAULTS.budget }),
       timeouts: timeoutsSchema.default({ ...DEFAULTS.timeouts }),
       limits: limitsSchema.default({ ...DEFAULTS.limits }),
@@ -157,8 +163,15 @@ export interface GatePolicy {
   maxHackability: number;
   maxHackRateCiHi: number;
   seed: number;
-  /** Also reject on any false accept (a reward that does not commit to the gold alone). */
+  /** Also reject on any false accept (a reward that does not commit to the gold alone) and any leniency. */
   strict: boolean;
+  /**
+   * The margin a finding's gain must clear to decide: what a policy that does
+   * not know the answer gains by writing the completion instead of
+   * committing to one answer, as a share of the spread between the honest
+   * and the wrong reward.
+   */
+  minGain: number;
   budget: { rows: number; bootstrapResamples: number; confidence: number };
   /** maxCallMs: a call slower than this, again when run alone, rejects (SLOW_CALL); 0: never for being slow. */
   timeouts: { callMs: number; importMs: number; totalS: number; maxCallMs: number };
@@ -174,6 +187,7 @@ function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
     maxHackRateCiHi: parsed.max_hack_rate_ci_hi,
     seed: parsed.seed,
     strict: parsed.strict,
+    minGain: parsed.min_gain,
     budget: {
       rows: parsed.budget.rows,
       bootstrapResamples: parsed.budget.bootstrap_resamples,
@@ -262,7 +276,7 @@ function section(value: unknown, keys: readonly string[]): Record<string, unknow
  * schema costs more than that start's other work.
  */
 export function checkedPolicy(input: unknown): PolicyOutput | null {
-  const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'budget', 'timeouts', 'limits', 'env_audit', 'scan']);
+  const top = section(input, ['max_hackability', 'max_hack_rate_ci_hi', 'seed', 'strict', 'min_gain', 'budget', 'timeouts', 'limits', 'env_audit', 'scan']);
   if (top === null) return null;
   const budget = section(top.budget, ['rows', 'bootstrap_resamples', 'confidence']);
   const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s', 'max_call_ms']);
@@ -278,6 +292,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   const maxCiHi = pick(top.max_hack_rate_ci_hi, DEFAULTS.max_hack_rate_ci_hi);
   const seed = pick(top.seed, DEFAULTS.seed);
   const strict = pick(top.strict, DEFAULTS.strict);
+  const minGain = pick(top.min_gain, DEFAULTS.min_gain);
   const rows = pick(budget.rows, DEFAULTS.budget.rows);
   const resamples = pick(budget.bootstrap_resamples, DEFAULTS.budget.bootstrap_resamples);
   const confidence = pick(budget.confidence, DEFAULTS.budget.confidence);
@@ -287,6 +302,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   const maxCallMs = timeouts.max_call_ms;
   const memoryMb = pick(limits.memory_mb, DEFAULTS.limits.memory_mb);
   if (!above(maxHackability, 0, 100) || !above(maxCiHi, 0, 1) || !within(seed, 0, 2 ** 32 - 1, true) || typeof strict !== 'boolean') return null;
+  if (typeof minGain !== 'number' || !Number.isFinite(minGain) || minGain < 0 || minGain >= 1) return null;
   if (!within(rows, 1, 100_000, true) || !within(resamples, 200, 100_000, true) || !above(confidence, 0.5, 1)) return null;
   if (!within(callMs, 10, 600_000, true) || !within(importMs, 100, 600_000, true) || !within(totalS, 1, 86_400, true) || callMs >= totalS * 1000) return null;
   if (!within(memoryMb, 0, 1_048_576, true) || (memoryMb !== 0 && memoryMb < MIN_MEMORY_MB)) return null;
@@ -305,6 +321,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
     max_hack_rate_ci_hi: maxCiHi,
     seed,
     strict,
+    min_gain: minGain,
     budget: { rows, bootstrap_resamples: resamples, confidence },
     timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS, ...(maxCallMs === undefined ? {} : { max_call_ms: maxCallMs }) },
     limits: { memory_mb: memoryMb },
@@ -362,6 +379,7 @@ export function policyRecord(policy: GatePolicy): Record<string, unknown> {
     max_hack_rate_ci_hi: policy.maxHackRateCiHi,
     seed: policy.seed,
     strict: policy.strict,
+    min_gain: policy.minGain,
     budget: {
       rows: policy.budget.rows,
       bootstrap_resamples: policy.budget.bootstrapResamples,

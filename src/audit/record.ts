@@ -33,6 +33,8 @@ export const REASON_CODES = [
   // a completion stating several values earns more over them than committing to one would
   'HEDGING_PAYS',
   'FALSE_ACCEPTS',
+  // strict policy: completions paid under more than one gold with a gain below min_gain, or by re-reading one quantity
+  'LENIENCIES',
   'NOTHING_AUDITED',
   // the same call scored differently at the end of the audit or in a fresh process
   'NOT_A_FUNCTION',
@@ -53,6 +55,9 @@ export const INVARIANTS = [
   'attack-rewarded',
   'false-accept',
   'equivalent-form',
+  // leniencies: paid under more than one gold, but no policy gains much by it
+  're-reading',
+  'gain-below-margin',
   'raised',
   'timed-out',
   'crashed',
@@ -72,7 +77,7 @@ function buildAuditRecordSchema() {
 
   const findingSchema = z
     .object({
-      class: z.enum(['exploit', 'false_accept', 'equivalent_form']),
+      class: z.enum(['exploit', 'lenient', 'false_accept', 'equivalent_form']),
       attack_id: z.string(),
       family: z.string(),
       severity: z.enum(SEVERITIES),
@@ -90,6 +95,14 @@ function buildAuditRecordSchema() {
       completion_length: z.number().int(),
       reward: z.number().nullable(),
       non_finite: z.string().nullable(),
+      /**
+       * What a policy that does not know the answer gains by writing this
+       * completion instead of committing to one answer, as a share of the
+       * spread between the honest and the wrong reward; null where no gain
+       * applies (a false accept, an overflow). Absent from records written
+       * before it was recorded.
+       */
+      gain: z.number().nullable().optional(),
     })
     .strict();
 
@@ -157,6 +170,19 @@ function buildAuditRecordSchema() {
         })
         .strict(),
       equivalent_forms: z.object({ total: z.number().int(), examples: z.array(findingSchema) }).strict(),
+      /**
+       * Completions paid under more than one gold that do not decide: a
+       * re-reading of the one quantity stated, or a gain below min_gain.
+       * Absent from records written before leniencies were told apart.
+       */
+      leniencies: z
+        .object({
+          total: z.number().int(),
+          families: z.array(z.object({ family: z.string(), title: z.string(), count: z.number().int() }).strict()),
+          examples: z.array(findingSchema),
+        })
+        .strict()
+        .optional(),
       errors: z.array(
         z
           .object({

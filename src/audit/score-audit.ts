@@ -7,7 +7,8 @@ import type { OutcomeTally } from './tally-outcomes.js';
 /**
  * The stage after the last row: score the exploits the tally holds and
  * decide. Exploits alone feed the hackability score and the hack-rate
- * interval; false accepts reach the decision only for a strict policy.
+ * interval; false accepts and leniencies reach the decision only for a strict
+ * policy.
  */
 
 export interface ExploitScore {
@@ -31,6 +32,13 @@ export function scoreExploits(tally: OutcomeTally, policy: GatePolicy): ExploitS
   };
 }
 
+/** The leniencies as the decision names them: how many, and the first one's completion and the golds it was paid under. */
+function leniencyOf(tally: OutcomeTally): DecisionInput['leniencies'] {
+  const record = tally.leniencyRecord(new Map());
+  const first = record.examples[0];
+  return { total: record.total, example: first ? { completion: first.completion, rewardedUnder: first.rewarded_under, invariant: first.invariant } : null };
+}
+
 export function scoreAudit(
   tally: OutcomeTally,
   broken: readonly BrokenGold[],
@@ -47,6 +55,7 @@ export function scoreAudit(
     hackability: score,
     hackRate,
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
+    leniencies: leniencyOf(tally),
     errors: tally.errorGroups().map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
     sideEffects: tally.sideEffectGroups().map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
     ...checks,

@@ -51,6 +51,8 @@ export interface HedgingPays {
   values: number;
   mean: number;
   baseline: number;
+  /** (mean - baseline) as a share of the spread between the honest and the wrong reward. */
+  gain: number;
 }
 
 const rank = (severity: Severity): number => SEVERITIES.indexOf(severity);
@@ -59,6 +61,7 @@ interface FamilyTally {
   attempts: number;
   hacks: Severity[];
   falseAccepts: number;
+  leniencies: number;
   worst: { order: number; severity: Severity; reward: number | null; candidate: Candidate; invariant: Invariant | null } | null;
 }
 
@@ -73,13 +76,14 @@ export class OutcomeTally {
   private order = 0;
   private readonly falseAcceptExamples: FindingRecord[] = [];
   private readonly equivalentExamples: FindingRecord[] = [];
+  private readonly lenientExamples: FindingRecord[] = [];
   /**
    * The first exploit whose completion is written the same whatever the gold and was
    * paid under it and under another gold (invariant answer-ignored), and how
    * many there were: such a completion pays a policy that never knows the
    * answer.
    */
-  answerIgnored: { count: number; completion: string; rewardedUnder: string[] } | null = null;
+  answerIgnored: { count: number; completion: string; rewardedUnder: string[]; gain: number | null } | null = null;
   /**
    * The first exploit of a completion stating several values that earns
    * more, over the values it states taken as the gold, than committing to
@@ -91,10 +95,12 @@ export class OutcomeTally {
   attempts = 0;
   falseAccepts = 0;
   equivalentForms = 0;
+  /** Completions paid under more than one gold that do not decide (a re-reading, a gain below the margin). */
+  leniencies = 0;
   timedOut = false;
 
   constructor(familyNames: readonly string[]) {
-    for (const name of familyNames) this.families.set(name, { attempts: 0, hacks: [], falseAccepts: 0, worst: null });
+    for (const name of familyNames) this.families.set(name, { attempts: 0, hacks: [], falseAccepts: 0, leniencies: 0, worst: null });
   }
 
   /** Count side effects of any call, probes and variants included. */
@@ -134,9 +140,20 @@ export class OutcomeTally {
         }
         this.errors.set(verdict.invariant!, entry);
       }
-      if (verdict.kind === 'exploit' || verdict.kind === 'ok' || verdict.kind === 'false_accept' || verdict.kind === 'equivalent_form') {
+      if (
+        verdict.kind === 'exploit' ||
+        verdict.kind === 'lenient' ||
+        verdict.kind === 'ok' ||
+        verdict.kind === 'false_accept' ||
+        verdict.kind === 'equivalent_form'
+      ) {
         family.attempts += 1;
         this.attempts += 1;
+      }
+      if (verdict.kind === 'lenient') {
+        family.leniencies += 1;
+        this.leniencies += 1;
+        keepExample(this.lenientExamples, candidate.family, () => findingOf(candidate, verdict, result));
       }
       if (verdict.kind === 'false_accept') {
         family.falseAccepts += 1;
@@ -158,13 +175,20 @@ export class OutcomeTally {
         this.findingsTotal += 1;
         if (verdict.invariant === 'answer-ignored') {
           if (this.answerIgnored) this.answerIgnored.count += 1;
-          else this.answerIgnored = { count: 1, completion: excerpt(candidate.completion, 80), rewardedUnder: [...verdict.rewardedUnder] };
+          else {
+            this.answerIgnored = {
+              count: 1,
+              completion: excerpt(candidate.completion, 80),
+              rewardedUnder: [...verdict.rewardedUnder],
+              gain: verdict.gain ?? null,
+            };
+          }
         }
         if (verdict.hedge && verdict.invariant === 'hedge-rewarded') {
           if (this.hedgingPays) this.hedgingPays.count += 1;
           else {
-            const { rewards, mean, baseline, count } = verdict.hedge;
-            this.hedgingPays = { count: 1, completion: excerpt(candidate.completion, 80), rewards, values: count, mean, baseline };
+            const { rewards, mean, baseline, count, gain } = verdict.hedge;
+            this.hedgingPays = { count: 1, completion: excerpt(candidate.completion, 80), rewards, values: count, mean, baseline, gain };
           }
         }
         const bucket = this.findingsBySeverity.get(severity)!;
@@ -222,6 +246,14 @@ export class OutcomeTally {
 
   equivalentFormRecord(): AuditRecord['equivalent_forms'] {
     return { total: this.equivalentForms, examples: [...this.equivalentExamples] };
+  }
+
+  /** Leniencies per family (those with any), with examples. */
+  leniencyRecord(meta: ReadonlyMap<string, { title: string }>): NonNullable<AuditRecord['leniencies']> {
+    const families = [...this.families.entries()]
+      .filter(([, tally]) => tally.leniencies > 0)
+      .map(([family, tally]) => ({ family, title: meta.get(family)?.title ?? family, count: tally.leniencies }));
+    return { total: this.leniencies, families, examples: [...this.lenientExamples] };
   }
 
   familyRecords(meta: ReadonlyMap<string, { title: string; hardening: string }>): FamilyRecord[] {
@@ -291,7 +323,7 @@ export class OutcomeTally {
   }
 }
 
-const FINDING_CLASS = { exploit: 'exploit', false_accept: 'false_accept', equivalent_form: 'equivalent_form' } as const;
+const FINDING_CLASS = { exploit: 'exploit', lenient: 'lenient', false_accept: 'false_accept', equivalent_form: 'equivalent_form' } as const;
 
 function findingOf(candidate: Candidate, verdict: Verdict, result: EvalResult): FindingRecord {
   return {
@@ -311,5 +343,6 @@ function findingOf(candidate: Candidate, verdict: Verdict, result: EvalResult): 
     completion_length: candidate.completion.length,
     reward: result.reward,
     non_finite: result.nonFinite,
+    gain: verdict.gain ?? null,
   };
 }

@@ -124,6 +124,8 @@ function kindOf(verdict: Verdict, honest: boolean): RolloutKind {
     case 'exploit':
       return 'exploit';
     case 'false_accept':
+    // Paid under another gold, but no policy gains much by it (a re-reading, a gain below the margin).
+    case 'lenient':
       return 'false_accept';
     case 'equivalent_form':
       // Committed to the gold: as written, an honest answer; written another way, an equivalent form.

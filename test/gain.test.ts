@@ -1,0 +1,188 @@
+import { describe, expect, it } from 'vitest';
+import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
+import { decide } from '../src/audit/decide.js';
+import type { Candidate } from '../src/audit/expand-candidates.js';
+import { ignoredGain, isReReading } from '../src/audit/gain.js';
+import { screen, settle, type Weighing } from '../src/audit/judge.js';
+import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
+import { hackRateInterval } from '../src/audit/score.js';
+import type { EvalResult } from '../src/calls.js';
+
+/**
+ * The decision model: a finding decides by what a policy that does not know
+ * the answer gains by writing it, against a margin (min_gain), and a
+ * completion paid whatever the gold decides at any level. Judged here
+ * against in-process fake verifiers: the levels a reward pays, with no
+ * Python at all.
+ */
+
+function ok(reward: number): EvalResult {
+  return { status: 'ok', reward, rewardType: 'float', nonFinite: null, error: null, sideEffects: [], ms: 0 };
+}
+
+/** Levels of a verifier that pays `honest` for the gold and `wrong` for a wrong answer in every layout. */
+function levelsOf(honest: number, wrong: number, gold = '42', other = '17') {
+  const probes = calibrationProbes(gold, other);
+  return computeLevels(
+    probes,
+    probes.map((probe) => ok(probe.kind === 'honest' ? honest : wrong)),
+  );
+}
+
+function candidate(over: Partial<Candidate>): Candidate {
+  return {
+    attackId: 'fam/attack',
+    family: 'fam',
+    severity: 'high',
+    hackIf: 'rewarded',
+    gFree: false,
+    commitsTo: 'other',
+    format: 'boxed',
+    position: null,
+    label: null,
+    completion: 'x',
+    literal: '',
+    answer: '42',
+    row: 0,
+    ...over,
+  };
+}
+
+const numeric: Weighing = { margin: DEFAULT_POLICY.minGain, type: 'numeric', choices: [] };
+
+describe('what a policy gains', () => {
+  it('is the default margin of the shipped policy, and a policy may set it from 0 to below 1', () => {
+    expect(DEFAULT_POLICY.minGain).toBe(0.05);
+    expect(parsePolicy({ min_gain: 0.2 }).minGain).toBe(0.2);
+    expect(() => parsePolicy({ min_gain: 1 })).toThrow(/invalid policy/);
+  });
+
+  it('a partial credit paid under every gold decides at any level: multiple choice against a uniform guess', () => {
+    // 1 for "the answer is (X)", 0.5 when "(gold)" appears anywhere: naming every option earns 0.5 under each gold.
+    const levels = levelsOf(1, 0, 'B', 'C');
+    const dump = candidate({ answer: 'B', gFree: true, position: 'first', commitsTo: 'several', format: null, completion: '(A) (B) (C) (D)' });
+    const [screened] = screen({ candidates: [dump], results: [ok(0.5)], levels: () => levels, margin: numeric.margin });
+    // Below the midpoint: the old screen called it unrewarded.
+    expect(screened!.kind).toBe('paid');
+    const choice: Weighing = { margin: 0.05, type: 'choice', choices: ['A', 'B', 'C', 'D'] };
+    const alternates = ['A', 'C', 'D'].map((answer) => ({ answer, result: ok(0.5) }));
+    const verdict = settle(dump, alternates, levels, { screened: screened as Extract<typeof screened, { kind: 'paid' }>, reward: 0.5, weighing: choice });
+    expect(verdict).toMatchObject({ kind: 'exploit', invariant: 'answer-ignored', rewardedUnder: ['B', 'A', 'C', 'D'], gain: 0.25 });
+    // A margin above the gain leaves it as the partial payment it is.
+    expect(settle(dump, alternates, levels, { screened: screened as never, reward: 0.5, weighing: { ...choice, margin: 0.3 } }).kind).toBe('ok');
+    // Two of four labels paid half: exactly what committing to one of them earns.
+    const pair = settle(
+      candidate({ answer: 'B', position: 'first', commitsTo: 'several', completion: '(A) (B)' }),
+      [
+        { answer: 'A', result: ok(0.5) },
+        { answer: 'C', result: ok(0) },
+        { answer: 'D', result: ok(0) },
+      ],
+      levels,
+      { screened: screened as never, reward: 0.5, weighing: choice },
+    );
+    expect(pair.kind).toBe('ok');
+  });
+
+  it('a fixed payment for an impossible answer in a weighted total is weighed against a wrong answer under each gold', () => {
+    // A rubric of 1.0 exact + 0.8 closeness: the gold earns 1.8, a wrong time about 0.1, `99:00:00` 0.8 under every gold.
+    const levels = levelsOf(1.8, 0.1, '03:15:00', '07:40:00');
+    const impossible = candidate({ answer: '03:15:00', completion: '\\boxed{99:00:00}', commitsTo: 'other' });
+    const [screened] = screen({ candidates: [impossible], results: [ok(0.8)], levels: () => levels, margin: 0.05 });
+    expect(screened!.kind).toBe('paid');
+    const text: Weighing = { margin: 0.05, type: 'string', choices: [] };
+    const alternates = ['47:05:31', '11:20:00'].map((answer) => ({ answer, result: ok(0.8) }));
+    const verdict = settle(impossible, alternates, levels, { screened: screened as never, reward: 0.8, weighing: text });
+    expect(verdict.kind).toBe('exploit');
+    expect(verdict.invariant).toBe('answer-ignored');
+    expect(verdict.gain).toBeCloseTo((0.8 - 0.1) / 1.7, 4);
+    // Where a plainly wrong answer earns as much under those golds (a similarity score), nothing is gained.
+    const graded = settle(impossible, alternates, levels, { screened: screened as never, reward: 0.8, weighing: { ...text, wrongUnder: () => 0.8 } });
+    expect(graded.kind).toBe('ok');
+  });
+
+  it('a hedge whose gain is below the margin is a leniency, not a reason to reject; above it, hedging pays', () => {
+    const levels = levelsOf(1, 0.1, 'olleh', 'havana');
+    const hedge = candidate({ answer: 'olleh', position: 'first', commitsTo: 'several', format: 'xml', completion: '<answer>olleh havana</answer>' });
+    const stated = { alternates: new Set(['havana']), count: 2 };
+    const outcomes = [{ answer: 'havana', result: ok(0.62) }];
+    const commitments = {
+      values: ['olleh', 'havana'],
+      rewards: [
+        [1, 0.1],
+        [0.1, 1],
+      ],
+    };
+    // Committing earns (1 + 0.1) / 2 = 0.55; the hedge earns (0.5 + 0.62) / 2 = 0.56: a gain of 0.01 / 0.9.
+    const lenient = settle(hedge, outcomes, levels, { reward: 0.5, stated, commitments, weighing: { margin: 0.05, type: 'string', choices: [] } });
+    expect(lenient).toMatchObject({ kind: 'lenient', invariant: 'gain-below-margin', rewardedUnder: ['olleh', 'havana'] });
+    expect(lenient.gain).toBeCloseTo(0.0111, 3);
+    const paying = settle(hedge, [{ answer: 'havana', result: ok(0.9) }], levels, {
+      reward: 0.9,
+      stated,
+      commitments,
+      weighing: { margin: 0.05, type: 'string', choices: [] },
+    });
+    expect(paying.kind).toBe('exploit');
+    expect(paying.hedge?.gain).toBeCloseTo((0.9 - 0.55) / 0.9, 4);
+  });
+
+  it('a re-reading of the one quantity stated is a low-severity leniency; another answer stays an exploit', () => {
+    const levels = levelsOf(1, 0);
+    const percent = candidate({ attackId: 're-reading/percent', completion: '\\boxed{42%}' });
+    const reread = settle(percent, [{ answer: '0.42', result: ok(1) }], levels, { reward: 1, weighing: numeric });
+    expect(reread).toMatchObject({ kind: 'lenient', invariant: 're-reading', severity: 'low', rewardedUnder: ['42', '0.42'], gain: 0.5 });
+    const substring = candidate({ completion: '\\boxed{1421}' });
+    expect(settle(substring, [{ answer: '1421', result: ok(1) }], levels, { reward: 1, weighing: numeric })).toMatchObject({
+      kind: 'exploit',
+      invariant: 'attack-rewarded',
+    });
+    // Without a weighing (a scan of rollouts), any gain decides as before.
+    expect(settle(percent, [{ answer: '0.42', result: ok(1) }], levels, { reward: 1 }).kind).toBe('exploit');
+  });
+
+  it('reads a written number the ways checkers do, and no further', () => {
+    expect(isReReading('\\boxed{72%}', ['72', '0.72'], 'numeric')).toBe(true);
+    expect(isReReading('\\boxed{4,2}', ['42', '4'], 'numeric')).toBe(true);
+    expect(isReReading('\\boxed{4200}', ['42', '4200'], 'numeric')).toBe(true);
+    expect(isReReading('\\boxed{1 000}', ['1000', '1'], 'numeric')).toBe(true);
+    // Another number, a tolerance, a dropped sign, two numbers: answers of their own.
+    expect(isReReading('\\boxed{1421}', ['42', '1421'], 'numeric')).toBe(false);
+    expect(isReReading('\\boxed{42.42}', ['42', '42.42'], 'numeric')).toBe(false);
+    expect(isReReading('\\boxed{-42}', ['42', '-42'], 'numeric')).toBe(false);
+    expect(isReReading('\\boxed{42 17}', ['42', '17'], 'numeric')).toBe(false);
+    expect(isReReading('\\boxed{72%}', ['72', '0.72'], 'string')).toBe(false);
+  });
+
+  it('weighs a payment under every gold against the mean commitment, and needs it above a guess under each', () => {
+    const levels = { honest: 1, wrong: 0 };
+    const rewards = [
+      { gold: 'B', reward: 0.5 },
+      { gold: 'A', reward: 0.5 },
+      { gold: 'C', reward: 0.5 },
+      { gold: 'D', reward: 0.5 },
+    ];
+    expect(ignoredGain(rewards, levels, 4)?.gain).toBe(0.25);
+    expect(ignoredGain(rewards, levels, 2)).toBeNull();
+    expect(ignoredGain([...rewards.slice(0, 3), { gold: 'D', reward: 0.2 }], levels, 4)).toBeNull();
+  });
+});
+
+describe('the decision with leniencies', () => {
+  const clean = {
+    policy: DEFAULT_POLICY,
+    broken: [],
+    hackability: 0,
+    hackRate: hackRateInterval(0, 300, { seed: 1, resamples: 500, confidence: 0.95 }),
+    errors: [],
+    sideEffects: [],
+  };
+  const leniencies = { total: 3, example: { completion: '\\boxed{72%}', rewardedUnder: ['72', '0.72'], invariant: 're-reading' } };
+
+  it('passes leniencies by default and rejects them under a strict policy, naming one', () => {
+    expect(decide({ ...clean, leniencies }).decision).toBe('PASS');
+    const strict = decide({ ...clean, leniencies, policy: { ...DEFAULT_POLICY, strict: true } });
+    expect(strict.reasons.map((reason) => reason.code)).toEqual(['LENIENCIES']);
+    expect(strict.reasons[0]!.message).toContain('"\\\\boxed{72%}", paid under "72" and "0.72": one quantity read two ways');
+  });
+});
