@@ -34,7 +34,7 @@ describe('a classic environment that fails on every rollout', () => {
     // The same failure on the attack candidates is no error of the reward's: no advice for it.
     expect(total.errors).toEqual([]);
     expect(formatScorecard(total)).not.toContain('hardening:');
-    expect(renderMarkdown(result.record)).not.toContain(INVARIANT_ADVICE.raised);
+    expect(renderMarkdown({ ...result.record, env: { ...result.record.env, kind: 'verifiers-v0' } })).not.toContain(INVARIANT_ADVICE.raised);
     const design = check(result.record, 'reward_design');
     expect(design.status).toBe('FAIL');
     expect(design.justification).toBe(message);

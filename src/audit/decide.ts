@@ -92,7 +92,8 @@ function describeEnvironmentFailure(where: string, detail: string, library: Libr
 
 export function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
   const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
-  if ((reason.kind === 'gold-failed' || reason.kind === 'wrong-failed') && reason.library) return describeEnvironmentFailure(where, reason.detail, reason.library);
+  if ((reason.kind === 'gold-failed' || reason.kind === 'wrong-failed') && reason.library)
+    return describeEnvironmentFailure(where, reason.detail, reason.library);
   switch (reason.kind) {
     case 'gold-failed':
       return {

@@ -48,7 +48,9 @@ export function scoreAudit(
     hackability: score,
     hackRate,
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
-    errors: tally.errorGroups(!broken.some((gold) => isEnvironmentFailure(gold.reason))).map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
+    errors: tally
+      .errorGroups(!broken.some((gold) => isEnvironmentFailure(gold.reason)))
+      .map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
     sideEffects: tally.sideEffectGroups().map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
     ...checks,
   });
