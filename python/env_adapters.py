@@ -93,6 +93,10 @@ class V1Env(object):
         self.config_tasks = list(kinds.values())
         self.watch = RewardWatch(self.reward_config)
 
+    def reward_codes(self):
+        """The code objects of every reward function the tasks hold: their frames are the environment's."""
+        return [code for task in self.config_tasks for code in _codes(task.hooks("reward"))]
+
     def _answer_field(self, data):
         from verifiers.v1.task import TaskData
 
@@ -269,6 +273,10 @@ class V0Env(object):
             return out
         return [rubric]
 
+    def reward_codes(self):
+        """The code objects of every function the rubrics hold (metrics too): their frames are the environment's."""
+        return [code for owner in self._flatten(self.env.rubric) for code in _codes(getattr(owner, "funcs", None) or [])]
+
     def rows(self):
         out = []
         for row in self.dataset:
@@ -324,8 +332,10 @@ class V0Env(object):
             self.watch.check("after scoring this completion")
         if client.turns > 1:
             raise RuntimeError("the environment asks the model for another turn after its reply; gatekept scores one-turn rollouts")
-        if state.get("error") is not None:
-            raise RuntimeError("the rollout failed: %s" % _describe(state["error"]))
+        failed = state.get("error")
+        if failed is not None:
+            # Raised from the library's record of it, so where it failed can still be read.
+            raise RuntimeError("the rollout failed: %s" % _describe(failed)) from (failed if isinstance(failed, BaseException) else None)
         if errors:
             raise RuntimeError(errors[0])
         if reward is None:
@@ -334,6 +344,18 @@ class V0Env(object):
         if reward not in metrics:
             raise RuntimeError("the rubric has no reward %s" % reward)
         return float(metrics[reward])
+
+
+def _codes(functions):
+    """The code objects of functions, bound methods and partials alike, as far as they have one."""
+    out = []
+    for fn in functions:
+        target = getattr(fn, "func", fn)
+        target = getattr(target, "__func__", target)
+        code = getattr(target, "__code__", None)
+        if code is not None:
+            out.append(code)
+    return out
 
 
 class _RewardErrors(object):

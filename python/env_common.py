@@ -1,13 +1,17 @@
 """What the environment loader and its adapters share.
 
 The failure that stops an environment from loading and how an exception is
-described; a row's gold as the gate substitutes another (`_under_gold`,
+described; where a scoring call failed (`library_failure`: in the
+library's own machinery, or in the environment's code); a row's gold as the gate substitutes another (`_under_gold`,
 `_coerce`); a rollout's text and token counts; and the watch on the rewards
 and weights an environment scores with (`RewardWatch`, `RewardsChanged`).
 Stdlib only: it is copied, with env_loader.py and env_adapters.py, beside the
 gate's shim.
 """
 
+import os
+import sys
+import sysconfig
 import traceback
 
 
@@ -32,6 +36,111 @@ def _describe(exc):
         return type(exc).__name__
     last = frames[-1]
     return "%s, raised in %s (%s line %d)" % (type(exc).__name__, last.name, last.filename, last.lineno)
+
+
+class LibraryFailed(Exception):
+    """A scoring call that failed in the library's own code around the rewards
+    (verifiers building the rollout's state, say), with no frame of the
+    environment's code or of a reward on the stack. args: the original
+    exception's type name and message, and the innermost library frame as
+    (path relative to its import root, line, function). The gate's worker
+    reports the original type and message with that frame (see
+    gatekept_calls._library_frame), so the audit names the library, not the
+    reward, as what fails."""
+
+
+class CodeOwners(object):
+    """Which code a frame belongs to: the environment's own (its module or
+    package, the directory it was loaded from, a reward function's code, even
+    one the library defines), the gate's (the shim's directory), the standard
+    library's, or a library's: any other file under an import root."""
+
+    def __init__(self, module, directory, reward_codes, harness_dir):
+        self.own_files = set()
+        self.own_dirs = []
+        source = getattr(module, "__file__", None)
+        if isinstance(source, str):
+            self.own_files.add(os.path.realpath(source))
+        for location in getattr(module, "__path__", None) or []:
+            self.own_dirs.append(os.path.realpath(location))
+        if directory:
+            self.own_dirs.append(os.path.realpath(directory))
+        self.reward_codes = set(id(code) for code in reward_codes)
+        self.harness_dir = os.path.realpath(harness_dir)
+        stdlib = [sysconfig.get_paths().get(name) for name in ("stdlib", "platstdlib")]
+        self.stdlib = set(os.path.realpath(entry) for entry in stdlib if entry)
+        # The longest import root holding a file is where it was imported
+        # from: site-packages inside a stdlib directory, an environment's own
+        # .venv inside its directory, are told apart.
+        roots = set(os.path.realpath(entry) for entry in sys.path if entry)
+        self.roots = sorted(roots | self.stdlib | set(self.own_dirs), key=len, reverse=True)
+
+    @staticmethod
+    def _under(path, root):
+        return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+    def kind(self, code):
+        """'own', 'harness', 'stdlib', ('library', relative path) or None (no file: generated code)."""
+        if id(code) in self.reward_codes:
+            return "own"
+        name = code.co_filename
+        if not name or name.startswith("<"):
+            return None
+        path = os.path.realpath(name)
+        if path in self.own_files:
+            return "own"
+        root = next((entry for entry in self.roots if self._under(path, entry)), None)
+        if root is None:
+            return None
+        if self._under(path, self.harness_dir):
+            return "harness"
+        if root in self.own_dirs or any(self._under(path, entry) and not self._under(root, entry) for entry in self.own_dirs):
+            return "own"
+        if root in self.stdlib:
+            return "stdlib"
+        return ("library", os.path.relpath(path, root))
+
+
+def _chain(exc, depth=8):
+    """The exception and those it was raised from or while handling, nearest first."""
+    seen = []
+    while exc is not None and len(seen) < depth and all(exc is not other for other in seen):
+        seen.append(exc)
+        exc = exc.__cause__ if exc.__cause__ is not None else exc.__context__
+    return seen
+
+
+def library_failure(exc, owners):
+    """A LibraryFailed for an exception no frame of the environment's code or
+    a reward raised or passed through (in it or in any exception it was
+    raised from or while handling) and some library frame did, naming the
+    innermost library frame of the nearest exception that has one; else None:
+    a failure with the environment's code on the stack is the environment's
+    (a reward that calls a library that raises is that reward's failure)."""
+    found = None
+    for link in _chain(exc):
+        frames = []
+        tb = link.__traceback__
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+            tb = tb.tb_next
+        innermost = None
+        for code, line in frames:
+            kind = owners.kind(code)
+            if kind == "own":
+                return None
+            if isinstance(kind, tuple):
+                innermost = (kind[1], line, code.co_name)
+        if found is None and innermost is not None:
+            found = (link, innermost)
+    if found is None:
+        return None
+    link, frame = found
+    try:
+        message = str(link)
+    except Exception:
+        message = ""
+    return LibraryFailed(type(link).__name__, message, frame)
 
 
 def _same_gold(value, gold):

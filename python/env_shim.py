@@ -18,6 +18,12 @@ reward or weight the environment changes on its first scoring is found by
 the first call the gate makes, in this process as in a fresh one, which
 raises; the gate, scoring a sample again in a fresh process, sees a reward
 that changed and reports it as not a function of its inputs.
+
+A call that fails in the library's own code, with none of the environment's
+code on the stack (verifiers refusing a row as it builds the rollout's
+state), raises `LibraryFailed` naming the library's frame (see
+env_common.library_failure): the worker reports it as the environment's
+failure, not the reward's.
 """
 
 import json
@@ -39,8 +45,16 @@ if os.environ.get("PYTHONPATH"):
     os.environ["PYTHONPATH"] = os.pathsep.join(_kept)
 
 import env_loader  # noqa: E402
+from env_common import CodeOwners, library_failure  # noqa: E402
 
 ENV, _MODULE = env_loader.open_env(CONFIG["spec"], LOAD)
+# Which frames are the environment's own, for telling its failures from its library's.
+_OWNERS = CodeOwners(
+    _MODULE,
+    CONFIG["spec"] if os.path.isdir(CONFIG["spec"]) else None,
+    ENV.reward_codes(),
+    os.path.dirname(os.path.abspath(__file__)),
+)
 # What a request that names no reward gets (and the warm-up scores): the weighted total.
 REWARD = CONFIG.get("reward")
 
@@ -70,4 +84,13 @@ async def reward(completion, answer, info):
     which = info.get("gatekept_reward", REWARD)
     if which is not None and not isinstance(which, str):
         raise ValueError("gatekept_reward must name a reward")
-    return await ENV.score(row, answer, completion, which)
+    try:
+        return await ENV.score(row, answer, completion, which)
+    except Exception as exc:
+        # A failure in the library's own machinery, with none of the
+        # environment's code on the stack, is reported as the library's
+        # (with its frame), never as the reward's.
+        failed = library_failure(exc, _OWNERS)
+        if failed is None:
+            raise
+        raise failed from exc

@@ -293,7 +293,8 @@ def _ms_json(ms):
 
 def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer):
     """One reply line: [id, status, reward, type, non-finite, error, side effects,
-    ms, cpu ms, own timer], from the call's duration and the CPU time it used
+    ms, cpu ms, own timer], the error [type, message] or, for a failure in an
+    environment's library, [type, message, [path, line, function]], from the call's duration and the CPU time it used
     in this process, in unrounded milliseconds, and whether a time limit of
     the verifier's own expired in it."""
     if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
@@ -313,13 +314,38 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
         reward,
         reward_type,
         nonfinite,
-        None if error is None else [error["type"], error["message"]],
+        None if error is None else [error["type"], error["message"]] + ([error["library"]] if "library" in error else []),
         [[effect["kind"], effect["detail"]] for effect in effects],
         round(ms, 3),
         round(cpu_ms, 3),
         bool(own_timer),
     ]
     return _encode_json(reply).encode("ascii") + b"\n"
+
+
+def _library_failure(exc):
+    """The error of a call `gatekept audit --env`'s shim found failing in the
+    library's own code (env_common.LibraryFailed): the original exception's
+    type and message, and the library frame [path, line, function]; else None.
+    Its args are read through BaseException's own descriptor, so no code of
+    the exception's class runs. A verifier that raised one of its own would
+    only have its failure named the environment's: a refusal either way."""
+    if type(exc).__name__ != "LibraryFailed":
+        return None
+    try:
+        args = BaseException.args.__get__(exc)
+    except BaseException:
+        return None
+    if len(args) != 3 or type(args[0]) is not str or type(args[1]) is not str or type(args[2]) is not tuple:
+        return None
+    frame = args[2]
+    if len(frame) != 3 or type(frame[0]) is not str or type(frame[1]) is not int or type(frame[2]) is not str:
+        return None
+    return {
+        "type": _clip(args[0], MESSAGE_LIMIT),
+        "message": _clip(args[1], MESSAGE_LIMIT),
+        "library": [_clip(frame[0], MESSAGE_LIMIT), frame[1], _clip(frame[2], MESSAGE_LIMIT)],
+    }
 
 
 def _evaluate(request):
@@ -383,7 +409,7 @@ def _evaluate(request):
         S.exit_detail = "sys.exit(%s)" % _safe_repr(exc.code)
     except BaseException as exc:
         status = "raised"
-        error = {"type": type(exc).__name__, "message": _clip(_safe_str(exc), MESSAGE_LIMIT)}
+        error = _library_failure(exc) or {"type": type(exc).__name__, "message": _clip(_safe_str(exc), MESSAGE_LIMIT)}
     elapsed = _perf_counter() - started
     cpu = _process_time() - cpu_started
 

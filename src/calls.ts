@@ -50,7 +50,13 @@ export interface EvalResult {
   /** Python type name of the returned value; '' when nothing was returned. */
   rewardType: string;
   nonFinite: 'nan' | 'inf' | '-inf' | null;
-  error: { type: string; message: string } | null;
+  /**
+   * Why the call produced no reward. `library`: only for `audit --env`, where
+   * the call failed in the library's own code around the rewards, with no
+   * frame of the environment's code or a reward on the stack (see
+   * python/env_common.py, library_failure): the environment failed, not the reward.
+   */
+  error: { type: string; message: string; library?: LibraryFrame } | null;
   sideEffects: { kind: SideEffectKind; detail: string }[];
   ms: number;
   /** CPU time the call used in the worker process (all its threads), when the worker measured it. */
@@ -61,6 +67,13 @@ export interface EvalResult {
    * join ran out of time): on a slower moment the same input may score otherwise.
    */
   ownTimer?: boolean;
+}
+
+/** A frame in a library's code: its path relative to the import root it was loaded from (site-packages), line and function. */
+export interface LibraryFrame {
+  file: string;
+  line: number;
+  function: string;
 }
 
 export interface VerifierInfo {

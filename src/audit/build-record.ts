@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AuditState } from './audit-row.js';
+import { isEnvironmentFailure } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import type { Decision } from './decide.js';
 import type { AuditPlan } from './plan-audit.js';
@@ -90,7 +91,7 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
     false_accepts: state.tally.falseAcceptRecord(familyMeta),
     equivalent_forms: state.tally.equivalentFormRecord(),
     leniencies: state.tally.leniencyRecord(familyMeta),
-    errors: state.tally.errorGroups(),
+    errors: state.tally.errorGroups(!state.broken.some((gold) => isEnvironmentFailure(gold.reason))),
     side_effects: state.tally.sideEffectGroups(),
     honest: {
       calibration: state.calibration,

@@ -1,5 +1,5 @@
 import { formatNumber, isCustomFormat, renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
-import type { EvalResult } from '../calls.js';
+import type { EvalResult, LibraryFrame } from '../calls.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
 
@@ -60,9 +60,10 @@ export interface Levels {
   broken: BrokenReason | null;
 }
 
+/** `library`: the call failed in the environment's library, not in the reward (see EvalResult.error). */
 export type BrokenReason =
-  | { kind: 'gold-failed'; status: string; detail: string; completion: string }
-  | { kind: 'wrong-failed'; status: string; detail: string; completion: string }
+  | { kind: 'gold-failed'; status: string; detail: string; completion: string; library?: LibraryFrame }
+  | { kind: 'wrong-failed'; status: string; detail: string; completion: string; library?: LibraryFrame }
   | { kind: 'non-finite-on-gold'; value: string; completion: string }
   | { kind: 'not-calibrated' }
   | { kind: 'non-numeric'; rewardType: string; completion: string }
@@ -75,6 +76,11 @@ const EPSILON = 1e-9;
 function failureDetail(result: EvalResult): string {
   if (result.error) return `${result.error.type}: ${result.error.message}`;
   return result.status;
+}
+
+/** Whether a calibration failure is the environment's library failing around the reward, not the reward. */
+export function isEnvironmentFailure(reason: BrokenReason): boolean {
+  return (reason.kind === 'gold-failed' || reason.kind === 'wrong-failed') && reason.library !== undefined;
 }
 
 /**
@@ -100,7 +106,8 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
       // Any failure on a calibration probe makes the verifier unauditable,
       // on the gold or on a plainly wrong answer in a valid format alike.
       if (!broken && result.status !== 'skipped') {
-        const failure = { status: result.status, detail: failureDetail(result), completion: probe.completion };
+        const library = result.error?.library;
+        const failure = { status: result.status, detail: failureDetail(result), completion: probe.completion, ...(library ? { library } : {}) };
         broken = probe.kind === 'honest' ? { kind: 'gold-failed', ...failure } : { kind: 'wrong-failed', ...failure };
       }
       return;

@@ -4,6 +4,7 @@ import type { HackRate } from './score.js';
 import type { HedgingPays } from './tally-outcomes.js';
 import type { Reason, ReasonCode } from './record.js';
 import type { CompletionFormat } from '../types.js';
+import type { LibraryFrame } from '../calls.js';
 
 /**
  * The gate decision: a pure function of what the audit measured and the
@@ -82,8 +83,23 @@ function shapeHint(reason: { status: string; detail: string }, format: Completio
     : '; completions were passed as plain strings: if the verifier reads chat messages (completion[-1]["content"]), leave out --completion-format string';
 }
 
+/**
+ * A calibration call that failed in the environment's library (verifiers
+ * building the rollout's state, say) with no frame of the environment's code
+ * or a reward on the stack: the environment is broken, not the reward, and
+ * no advice for the reward's parsing applies. Still a refusal.
+ */
+function describeEnvironmentFailure(where: string, detail: string, library: LibraryFrame): Reason {
+  return {
+    code: 'ENVIRONMENT_FAILED',
+    message: `broken environment: it failed in its library's own code ${where}, at ${library.file} line ${library.line} in ${library.function}, with none of the environment's code or its rewards running: ${detail.replace(/[.]$/, '')}. The environment and its library fail here, not the reward; check the dataset's columns and the environment's arguments against what the installed library version expects, or install the version the environment was written for`,
+  };
+}
+
 export function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
   const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
+  if ((reason.kind === 'gold-failed' || reason.kind === 'wrong-failed') && reason.library)
+    return describeEnvironmentFailure(where, reason.detail, reason.library);
   switch (reason.kind) {
     case 'gold-failed':
       return {

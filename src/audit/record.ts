@@ -18,6 +18,8 @@ export const AUDIT_SCHEMA = 'gatekept.audit/v2';
 export const REASON_CODES = [
   'BROKEN_ON_GOLD',
   'BROKEN_ON_WRONG_ANSWER',
+  // audit --env: a calibration call failed in the environment's library, not in the reward
+  'ENVIRONMENT_FAILED',
   'NON_FINITE_ON_GOLD',
   'NOT_CALIBRATED',
   'NON_NUMERIC_ON_GOLD',

@@ -1,4 +1,5 @@
 import type { BrokenGold } from './audit-row.js';
+import { isEnvironmentFailure } from './calibrate.js';
 import { decide, type Decision, type DecisionInput } from './decide.js';
 import type { GatePolicy } from './policy.js';
 import { hackability, hackRateInterval, type HackRate } from './score.js';
@@ -56,7 +57,9 @@ export function scoreAudit(
     hackRate,
     falseAccepts: { total: falseAccepts.total, attempts: falseAccepts.attempts, example: falseAccepts.examples[0]?.completion ?? null },
     leniencies: leniencyOf(tally),
-    errors: tally.errorGroups().map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
+    errors: tally
+      .errorGroups(!broken.some((gold) => isEnvironmentFailure(gold.reason)))
+      .map((error) => ({ invariant: error.invariant, count: error.count, example: error.examples[0]?.completion ?? '' })),
     sideEffects: tally.sideEffectGroups().map((effect) => ({ kind: effect.kind, count: effect.count, example: effect.examples[0] ?? '' })),
     ...checks,
   });

@@ -71,6 +71,8 @@ export class OutcomeTally {
   private readonly findingsBySeverity = new Map<Severity, FindingRecord[]>(SEVERITIES.map((severity) => [severity, []]));
   private findingsTotal = 0;
   private readonly errors = new Map<Invariant, { count: number; examples: { attack_id: string; completion: string; error: string }[] }>();
+  /** Errors raised in an environment's library, not in the reward (see EvalResult.error): kept apart, see errorGroups. */
+  private readonly environmentErrors = new Map<Invariant, { count: number; examples: { attack_id: string; completion: string; error: string }[] }>();
   private readonly sideEffects = new Map<string, { count: number; examples: string[] }>();
   private readonly probePool = new Map<string, (AttackProbe & { order: number; family: string })[]>();
   private order = 0;
@@ -129,7 +131,8 @@ export class OutcomeTally {
       const result = results[index]!;
       const family = this.families.get(candidate.family)!;
       if (verdict.kind === 'error') {
-        const entry = this.errors.get(verdict.invariant!) ?? { count: 0, examples: [] };
+        const errors = result.error?.library ? this.environmentErrors : this.errors;
+        const entry = errors.get(verdict.invariant!) ?? { count: 0, examples: [] };
         entry.count += 1;
         if (entry.examples.length < 3) {
           entry.examples.push({
@@ -138,7 +141,7 @@ export class OutcomeTally {
             error: result.error ? `${result.error.type}: ${result.error.message}` : result.status === 'ok' ? `returned ${result.rewardType}` : result.status,
           });
         }
-        this.errors.set(verdict.invariant!, entry);
+        errors.set(verdict.invariant!, entry);
       }
       if (
         verdict.kind === 'exploit' ||
@@ -283,8 +286,26 @@ export class OutcomeTally {
     return { findings: ordered.slice(0, MAX_FINDINGS), total: this.findingsTotal };
   }
 
-  errorGroups(): { invariant: Invariant; count: number; examples: { attack_id: string; completion: string; error: string }[] }[] {
-    return [...this.errors.entries()].map(([invariant, entry]) => ({ invariant, ...entry }));
+  /**
+   * The attack candidates the verifier failed on, by invariant. Those that
+   * failed in an environment's library count only with
+   * withEnvironmentFailures: left out where a calibration failure already
+   * names the environment as broken (ENVIRONMENT_FAILED), since they are the
+   * same failure and no error of the reward's; counted otherwise, so a
+   * library failure on attacks alone still refuses.
+   */
+  errorGroups(withEnvironmentFailures = true): { invariant: Invariant; count: number; examples: { attack_id: string; completion: string; error: string }[] }[] {
+    const groups = [...this.errors.entries()].map(([invariant, entry]) => ({ invariant, count: entry.count, examples: [...entry.examples] }));
+    if (!withEnvironmentFailures) return groups;
+    for (const [invariant, entry] of this.environmentErrors) {
+      const group = groups.find((found) => found.invariant === invariant);
+      if (!group) groups.push({ invariant, count: entry.count, examples: [...entry.examples] });
+      else {
+        group.count += entry.count;
+        group.examples = [...group.examples, ...entry.examples].slice(0, 3);
+      }
+    }
+    return groups;
   }
 
   sideEffectGroups(): { kind: string; count: number; examples: string[] }[] {

@@ -4,7 +4,7 @@
  * on its fd 4 (readReply; the first, to init, is read by readReady).
  */
 import * as z from 'zod';
-import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type SideEffectKind, type VerifierInfo } from '../calls.js';
+import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type LibraryFrame, type SideEffectKind, type VerifierInfo } from '../calls.js';
 import { GatekeptError } from '../errors.js';
 import { isRecord, isText } from '../hand-check.js';
 import { escapeControl, escapeLine } from './escape-control.js';
@@ -45,9 +45,10 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
   if (reward !== null && typeof reward !== 'number') bad('the reward is neither a number nor null');
   if (!isText(rewardType)) bad('the reward type is not a string');
   if (nonFinite !== null && !(isText(nonFinite) && NON_FINITE.has(nonFinite))) bad('unknown non-finite tag');
-  if (error !== null && !(Array.isArray(error) && error.length === 2 && isText(error[0]) && isText(error[1]))) {
-    bad('the error is not [type, message]');
+  if (error !== null && !(Array.isArray(error) && (error.length === 2 || error.length === 3) && isText(error[0]) && isText(error[1]))) {
+    bad('the error is not [type, message] or [type, message, library frame]');
   }
+  const library = Array.isArray(error) && error.length === 3 ? libraryFrame(error[2], bad) : undefined;
   if (!Array.isArray(effects)) bad('the side effects are not a list');
   const sideEffects: EvalResult['sideEffects'] = [];
   for (const effect of effects as unknown[]) {
@@ -59,7 +60,7 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
   if (typeof ms !== 'number') bad('the call time is not a number');
   if (typeof cpuMs !== 'number') bad('the CPU time is not a number');
   if (typeof ownTimer !== 'boolean') bad("the verifier's own timer flag is not a boolean");
-  const failure = error as [string, string] | null;
+  const failure = error as [string, string, unknown?] | null;
   return {
     id: id as number,
     result: {
@@ -67,13 +68,21 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
       reward: reward as number | null,
       rewardType: escapeLine(rewardType as string),
       nonFinite: nonFinite as EvalResult['nonFinite'],
-      error: failure ? { type: escapeLine(failure[0]), message: escapeLine(failure[1]) } : null,
+      error: failure ? { type: escapeLine(failure[0]), message: escapeLine(failure[1]), ...(library ? { library } : {}) } : null,
       sideEffects,
       ms: ms as number,
       cpuMs: cpuMs as number,
       ownTimer: ownTimer as boolean,
     },
   };
+}
+
+/** The library frame of a failure in an environment's library: [path, line, function] (see gatekept_calls._library_failure). */
+function libraryFrame(value: unknown, bad: (what: string) => never): LibraryFrame {
+  if (!(Array.isArray(value) && value.length === 3 && isText(value[0]) && Number.isInteger(value[1]) && isText(value[2]))) {
+    return bad('the library frame is not [path, line, function]');
+  }
+  return { file: escapeLine(value[0]), line: value[1] as number, function: escapeLine(value[2]) };
 }
 
 export function readReply(line: string): WorkerReply {

@@ -131,9 +131,13 @@ export function checkRewardDesign(
     ...(partial ? [`${left.names.join(', ')} could not be audited offline (${Math.round(left.share * 100)}% of the weights; see the rewards)`] : []),
   ].join('; ');
   const reasons = [...new Set(total.reasons.map((reason) => reason.code))];
-  const justification = passed
-    ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}${heavyText ? `, but ${heavyText}` : ''}`
-    : `the weighted reward is gameable or broken: ${reasons.join(', ')}${fired.length > 0 ? `; rewarded: ${fired.slice(0, 4).join(', ')}${fired.length > 4 ? ', …' : ''}` : ''}`;
+  // The library failing around the rewards is no verdict on the reward: say which fails.
+  const environment = total.reasons.find((reason) => reason.code === 'ENVIRONMENT_FAILED');
+  const justification = environment
+    ? `${environment.message}${reasons.length > 1 ? ` (reasons: ${reasons.join(', ')})` : ''}`
+    : passed
+      ? `the weighted reward survived ${total.corpus.candidates} attacks on ${total.target.rows_audited} rows (hackability ${total.hackability.toFixed(1)}, hack rate ≤ ${total.hack_rate.hi.toFixed(3)})${formatMismatch ? `, but the instructions ask for ${FORMAT_TEXT[prompted!]}, which it does not reward` : ''}${heavyText ? `, but ${heavyText}` : ''}`
+      : `the weighted reward is gameable or broken: ${reasons.join(', ')}${fired.length > 0 ? `; rewarded: ${fired.slice(0, 4).join(', ')}${fired.length > 4 ? ', …' : ''}` : ''}`;
   return {
     name: 'reward_design',
     status,
