@@ -37,8 +37,6 @@ def _label(slot):
     if not isinstance(slot, str):
         return None
     s = slot.strip(_WS)
-    if len(s) > 1 and s[0] == "$" and s[-1] == "$":
-        s = s[1:-1].strip(_WS)
     if s.endswith("."):
         s = s[:-1].rstrip(_WS)
     lead_in = _LEAD_IN.match(s)

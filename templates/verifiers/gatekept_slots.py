@@ -35,10 +35,12 @@ _TAG_OPEN = re.compile(r"<answer\s*>", re.IGNORECASE | re.ASCII)
 _TAG_CLOSE = re.compile(r"</answer\s*>", re.IGNORECASE | re.ASCII)
 _TAGGED = re.compile(r"<answer\s*>(.*?)</answer\s*>", re.IGNORECASE | re.ASCII | re.DOTALL)
 _ANSWER_LINE = re.compile(
-    r"^[ \t]*(?:[>*-][ \t]*)*(?:\*\*)?(?:final[ \t]+)?answer(?:\*\*)?[ \t]*:(?:\*\*)?(.*)$",
+    r"^[ \t]*(?:>[ \t]*|[*-][ \t]+)*(?:\*\*)?(?:final[ \t]+)?answer(?:\*\*)?[ \t]*:(?:\*\*)?(.*)$",
     re.IGNORECASE | re.MULTILINE | re.ASCII,
 )
-_HASH_LINE = re.compile(r"^[ \t]*####(?!#)(.*)$", re.MULTILINE)
+_HASH_LINE = re.compile(r"^[ \t]*(?:>[ \t]*|[*-][ \t]+)*####(?!#)(.*)$", re.MULTILINE)
+# Markdown quote and list markers before a line: a quoted answer is an answer.
+_LINE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]*|[*-][ \t]+)*")
 # Answers stated outside any answer format: "The final answer is 17.", a
 # "Correction: 17" line, a value hidden in an HTML comment. Each is checked
 # against the answer read, whatever the format. Bounded, so a long reply is
@@ -61,8 +63,9 @@ class _DuplicateKey(ValueError):
 
 
 def _unique_keys(pairs):
-    # json.loads keeps the last of duplicate keys, which would hide a hedge.
-    if len({key for key, _ in pairs}) != len(pairs):
+    # json.loads keeps the last of duplicate keys, which would hide a hedge;
+    # "Answer" beside "answer" is one too.
+    if len({key.lower() for key, _ in pairs}) != len(pairs):
         raise _DuplicateKey("duplicate key")
     return dict(pairs)
 
@@ -147,7 +150,8 @@ def _json_answers(text, decoder):
 def _slots(text, answer_format, decoder):
     if answer_format == "bare":
         # The last line is the answer; the lines above it are the working.
-        return [line for line in text.split("\n") if line.strip(WHITESPACE)]
+        lines = (_LINE_MARKERS.sub("", line, count=1) for line in text.split("\n"))
+        return [line for line in lines if line.strip(WHITESPACE)]
     if answer_format == "boxed":
         return _boxed(text)
     if answer_format == "xml":
@@ -159,6 +163,15 @@ def _slots(text, answer_format, decoder):
     if answer_format == "hash":
         return _HASH_LINE.findall(text)
     return _json_answers(text, decoder)
+
+
+def _unwrapped(slot):
+    # Math delimiters are no part of an answer: "$42$" states 42.
+    if isinstance(slot, str):
+        s = slot.strip(WHITESPACE)
+        if len(s) > 1 and s[0] == "$" and s[-1] == "$":
+            return s[1:-1]
+    return slot
 
 
 def _stated(text):
@@ -193,7 +206,7 @@ class SlotReader:
         if answer_format not in FORMATS:
             raise ValueError(f"ANSWER_FORMAT must be one of {FORMATS}, got {answer_format!r}")
         self.answer_format = answer_format
-        self.parse = parse
+        self.parse = lambda slot: parse(_unwrapped(slot))
         self.kind = kind
         self.cross_checked = tuple(other for other in cross_checked if other != answer_format)
         self.decoder = _TEXT_NUMBER_DECODER if numbers_as_text else _DECODER
