@@ -315,7 +315,11 @@ describe('scorecard and messages', () => {
     expect(text).toMatch(/^ {2}invisible-whitespace .* "1\\u200b0\\u200b4\\u200b2" -> 1$/m);
     expect(text).toMatch(/^ {2}think-leakage: .* "<think>\\boxed\{1042\}<\/think>" -> 1$/m);
     expect(text).not.toMatch(/\\\\boxed/);
-    expect(text).toMatch(/note: 2 honest variants of the gold were not rewarded: reasoning then answer, trailing period \(reported, not gated\)/);
+    // Each refused honest form is named with the completion it was refused in.
+    expect(text).toMatch(
+      /^\d+ honest forms refused: ".+" \(reasoning then answer\), .*"x = 1042" \(variable equals\), .*\(correct answers; reported, not gated\)$/m,
+    );
+    expect(text).toMatch(/^\d+ contested forms? refused: .*"1042\.0" \(decimal zero\).* \(reasonable graders differ on these; not gated\)$/m);
   });
 
   it('an import error shows the verifier frames, not the harness', async () => {

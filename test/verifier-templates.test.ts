@@ -4,14 +4,18 @@
  * the verifier. A block of lines copied from one template into another would
  * drift apart unnoticed; so would a package whose copy of the module differs.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY } from '../src/audit/policy.js';
+import { gatekeep } from '../src/pack/pack.js';
 import { renderOpenEnvPackage } from '../src/pack/emit/openenv.js';
 import { renderVerifiersV0Package } from '../src/pack/emit/verifiers-v0.js';
 import { renderVerifiersV1Package } from '../src/pack/emit/verifiers-v1.js';
 import { SLOT_READER_FILE_NAME, VERIFIER_FILE_NAME, sha256Hex, type EnvironmentSpec } from '../src/pack/environment-spec.js';
-import { TEMPLATES_DIR } from '../src/paths.js';
+import { PACKAGE_ROOT, TEMPLATES_DIR } from '../src/paths.js';
+import { ANSWER_FORMATS } from '../src/types.js';
 
 const DIR = path.join(TEMPLATES_DIR, 'verifiers');
 /** Consecutive non-blank lines two files may share before it counts as copied code. */
@@ -85,4 +89,51 @@ describe('built-in verifier templates', () => {
       expect(() => renderOpenEnvPackage({ ...spec, verifierModules: { [name]: source } })).toThrow(/cannot render/);
     }
   });
+});
+
+/**
+ * Each built-in verifier, packed from every example seed that uses one and in
+ * every answer format, passes the gate under a strict policy: no exploit, no
+ * false accept (a hedge, a negation, a later correction paid under the gold),
+ * and every honest form the corpus documents paid.
+ */
+describe('built-in verifiers under --strict', () => {
+  const python = process.env.GATEKEPT_PYTHON ?? 'python3';
+  const seeds = ['arith', 'capitals', 'science-choice', 'facts-boolean'];
+  for (const name of seeds) {
+    it(`${name}: PASS with zero false accepts and no honest form refused, in every answer format`, async () => {
+      const scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-strict-'));
+      try {
+        const seed = JSON.parse(await readFile(path.join(PACKAGE_ROOT, 'examples', `${name}.json`), 'utf8'));
+        expect(seed.verifier).toBe('builtin');
+        if (seed.dataset.file) seed.dataset.file = path.join(PACKAGE_ROOT, 'examples', seed.dataset.file);
+        const outcomes: Record<string, unknown> = {};
+        for (const format of ANSWER_FORMATS) {
+          const file = path.join(scratch, `${name}-${format}.json`);
+          const { system_prompt: _prompt, ...rest } = seed;
+          await writeFile(file, JSON.stringify({ ...rest, answer_format: format }));
+          const result = await gatekeep({ seed: file, outDir: path.join(scratch, format), python, policy: { ...DEFAULT_POLICY, strict: true } });
+          const record = result.gate.record;
+          const refused = record.honest.refused!.forms.filter((form) => !form.contested).map((form) => form.form);
+          outcomes[format] = {
+            decision: record.decision,
+            exploits: record.findings_total,
+            falseAccepts: record.false_accepts?.total ?? 0,
+            // A bare reply's lines are all text to a string verifier: it cannot tell the working from a second answer.
+            refused: [...new Set(refused)],
+          };
+          expect(record.honest.variants.length).toBeGreaterThan(0);
+        }
+        const expected = Object.fromEntries(
+          ANSWER_FORMATS.map((format) => [
+            format,
+            { decision: 'PASS', exploits: 0, falseAccepts: 0, refused: name === 'capitals' && format === 'bare' ? ['reasoning then answer'] : [] },
+          ]),
+        );
+        expect(outcomes).toEqual(expected);
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    }, 300_000);
+  }
 });

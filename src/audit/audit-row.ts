@@ -1,5 +1,6 @@
 import { alternateGolds, infoUnder, sameValue, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
-import { attackFormats, calibrationProbes, computeLevels, honestVariants, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
+import { attackFormats, calibrationProbes, computeLevels, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
+import { honestForms } from './honest-forms.js';
 import type { Corpus } from './corpus.js';
 import { SLOW_INPUT_MIN_CHARS, type Evaluator } from './evaluator.js';
 import { expandCandidates, type Candidate } from './expand-candidates.js';
@@ -243,8 +244,13 @@ export async function auditRow(
     return result !== undefined && !sent.has(candidate.completion) && failedOn(result);
   });
   const candidates = [...expanded, ...failedEarly];
+  // The honest forms the corpus documents, in the first accepted format (after
+  // a reasoning block where the verifier reads it only there): a handful of
+  // calls, scored against that format's levels and never changing them.
   const firstFormat = formats[0];
-  const variants = firstFormat ? honestVariants(plan.row.answer, settings.answerType, firstFormat).map((variant) => ({ ...variant, format: firstFormat })) : [];
+  const variants = firstFormat
+    ? honestForms(plan.row.answer, settings.answerType, firstFormat, thinkFormats.includes(firstFormat)).map((variant) => ({ ...variant, format: firstFormat }))
+    : [];
   settings.onCandidates(candidates.length);
   // A completion the opening scored is not scored again.
   const unscored = candidates.flatMap((candidate, index) => (scored.has(candidate.completion) ? [] : [index]));
@@ -254,7 +260,13 @@ export async function auditRow(
   ];
   judgeMs += performance.now() - judging;
   // Attacks and honest variants go out together: one evaluation, no idle worker between them.
-  const combined = await evaluator.evaluate(requests, { key: `row ${row} attack`, phase: 'attack', progress: true });
+  const combined = await evaluator.evaluate(requests, {
+    key: `row ${row} attack`,
+    phase: 'attack',
+    // The honest forms are calibration: their time is counted there.
+    phaseOf: (index) => (index < unscored.length ? 'attack' : 'calibrate'),
+    progress: true,
+  });
   judging = performance.now();
   const attackResults = candidates.map((candidate) => scored.get(candidate.completion)!);
   unscored.forEach((index, position) => {

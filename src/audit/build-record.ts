@@ -53,6 +53,11 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
   const { findings, total: findingsTotal } = state.tally.findings();
   const totalMs = input.timing.totalMs;
   const phases = Object.fromEntries(Object.entries(state.phases).map(([phase, ms]) => [phase, Math.round(ms)]));
+  // Honest forms first, then contested ones: the plain refusals are the ones to fix.
+  const refused = [
+    ...state.variants.filter((variant) => !variant.rewarded && !variant.contested),
+    ...state.variants.filter((variant) => !variant.rewarded && variant.contested),
+  ];
   return {
     schema: AUDIT_SCHEMA,
     decision: decision.decision,
@@ -96,7 +101,12 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
     honest: {
       calibration: state.calibration,
       variants: state.variants,
-      false_rejections: state.variants.filter((variant) => !variant.contested && !variant.rewarded).length,
+      false_rejections: refused.filter((variant) => !variant.contested).length,
+      refused: {
+        honest: refused.filter((variant) => !variant.contested).length,
+        contested: refused.filter((variant) => variant.contested).length,
+        forms: refused.map(({ row, form, contested, completion }) => ({ row, form, contested, completion })),
+      },
     },
     environment: { python: info.pythonVersion, isolation: input.isolation },
     tool: { name: TOOL.name, version: TOOL.version },

@@ -1,6 +1,6 @@
-import { formatNumber, isCustomFormat, renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
+import { isCustomFormat, renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
 import type { EvalResult, LibraryFrame } from '../calls.js';
-import type { AnswerFormat, AnswerType } from '../types.js';
+import type { AnswerFormat } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
 
 /**
@@ -174,45 +174,6 @@ export function computeLevels(probes: readonly Probe[], results: readonly EvalRe
  */
 export function attackFormats(levels: Levels, only: readonly AnswerFormat[] | 'auto'): FormatName[] {
   return [...levels.byFormat.keys()].filter((format) => only === 'auto' || isCustomFormat(format) || only.includes(format));
-}
-
-/**
- * Honest forms a sound verifier should also accept, and contested ones. They
- * are reported (false rejections are a cost too) but never gate.
- */
-export function honestVariants(gold: string, type: AnswerType, format: FormatName): { form: string; completion: string; contested: boolean }[] {
-  const inFormat = (value: string): string => renderInFormat(format, value);
-  const forms: { form: string; completion: string; contested: boolean }[] = [
-    { form: 'reasoning then answer', completion: `Working through the question step by step gives the result.\n${inFormat(gold)}`, contested: false },
-    { form: 'surrounding spaces', completion: ` ${inFormat(gold)} `, contested: false },
-    { form: 'trailing newline', completion: `${inFormat(gold)}\n`, contested: false },
-  ];
-  switch (type) {
-    case 'numeric': {
-      const value = Number(gold);
-      if (format === 'boxed') forms.push({ form: 'spaced box', completion: `\\boxed{ ${gold} }`, contested: false });
-      if (format === 'bare') forms.push({ form: 'trailing period', completion: `${gold}.`, contested: false });
-      forms.push({ form: 'decimal zero', completion: inFormat(gold.includes('.') ? `${gold}0` : `${gold}.0`), contested: true });
-      forms.push({ form: 'scientific', completion: inFormat(value.toExponential()), contested: true });
-      if (Number.isInteger(value)) forms.push({ form: 'fraction', completion: inFormat(`\\frac{${formatNumber(value * 2)}}{2}`), contested: true });
-      break;
-    }
-    case 'string':
-      forms.push({ form: 'lower case', completion: inFormat(gold.toLowerCase()), contested: false });
-      forms.push({ form: 'trailing period', completion: inFormat(`${gold}.`), contested: false });
-      forms.push({ form: 'upper case', completion: inFormat(gold.toUpperCase()), contested: true });
-      break;
-    case 'choice':
-      forms.push({ form: 'parenthesised', completion: inFormat(`(${gold})`), contested: false });
-      forms.push({ form: 'bold', completion: `**${gold}**`, contested: true });
-      forms.push({ form: 'sentence', completion: `The answer is (${gold}).`, contested: true });
-      break;
-    case 'boolean':
-      forms.push({ form: 'capitalised', completion: inFormat(gold[0]!.toUpperCase() + gold.slice(1).toLowerCase()), contested: false });
-      forms.push({ form: 'yes/no word', completion: inFormat(/^t/i.test(gold) ? 'yes' : 'no'), contested: true });
-      break;
-  }
-  return forms.filter((form, index, all) => all.findIndex((other) => other.completion === form.completion) === index);
 }
 
 const FORMAT_MARKERS: readonly [AnswerFormat, RegExp][] = [

@@ -222,6 +222,15 @@ function buildAuditRecordSchema() {
               .strict(),
           ),
           false_rejections: z.number().int(),
+          // Absent from records written before it was recorded.
+          refused: z
+            .object({
+              honest: z.number().int(),
+              contested: z.number().int(),
+              forms: z.array(z.object({ row: z.number().int(), form: z.string(), contested: z.boolean(), completion: z.string() }).strict()),
+            })
+            .strict()
+            .optional(),
         })
         .strict(),
       // isolation: absent from records written before it was recorded.

@@ -11,6 +11,8 @@ import {
   fixed,
   hardening,
   honestView,
+  refusedForms,
+  type RefusedForms,
   invariantText,
   isEnvAudit,
   plural,
@@ -330,6 +332,19 @@ function provenanceHtml(record: ReportAudit, h: number): string {
   ].join('\n');
 }
 
+/** The refused honest (and contested) forms, each shown, right under the numbers. */
+function refusedHtml(record: ReportAudit): string[] {
+  const refused = refusedForms(record);
+  const line = (group: RefusedForms) =>
+    `${esc(group.title)}: ${group.forms.map(({ form, completion }) => `${inlineHtml(completion)} (${esc(form)})`).join(', ')}`;
+  return [
+    refused.honest
+      ? `<p class="refused"><strong>${line(refused.honest)}</strong> <span class="small muted">correct answers; reported, not gated</span></p>`
+      : '',
+    refused.contested ? `<p class="refused">${line(refused.contested)} <span class="small muted">reasonable graders differ on these; not gated</span></p>` : '',
+  ].filter(Boolean);
+}
+
 function statsHtml(record: ReportAudit): string {
   const bounds = policyBounds(record.policy);
   const view = honestView(record);
@@ -360,8 +375,9 @@ function statsHtml(record: ReportAudit): string {
           record.false_accepts.total > 0 ? 'bad' : 'good',
         )
       : '',
-    stat('honest forms refused', String(view.rejected.length), `of ${view.total} honest variants; not gated`, ''),
+    stat('honest forms refused', String(view.rejected.length), `of ${view.total} honest variants; not gated`, view.rejected.length > 0 ? 'bad' : ''),
     `</div>`,
+    ...refusedHtml(record),
   ].join('\n');
 }
 

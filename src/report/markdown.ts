@@ -8,6 +8,8 @@ import {
   fixed,
   hardening,
   honestView,
+  refusedForms,
+  type RefusedForms,
   invariantText,
   isEnvAudit,
   plural,
@@ -119,6 +121,10 @@ function auditMd(record: ReportAudit, h: string): string[] {
   }
   numbers.push(['honest forms refused', `${view.rejected.length} of ${view.total}`, 'reported, not gated']);
   lines.push(...table(['measure', 'value', 'policy'], numbers), '');
+  const refused = refusedForms(record);
+  const refusedLine = (group: RefusedForms) => `${group.title}: ${group.forms.map(({ form, completion }) => `${code(completion)} (${cell(form)})`).join(', ')}`;
+  if (refused.honest) lines.push(`**${refusedLine(refused.honest)}** (correct answers; reported, not gated)`, '');
+  if (refused.contested) lines.push(`${refusedLine(refused.contested)} (reasonable graders differ on these; not gated)`, '');
 
   const families = familyRows(record);
   if (families.length > 0) {

@@ -320,6 +320,32 @@ export function honestView(record: ReportAudit): HonestView {
   };
 }
 
+/** The refusals of one kind: how many, and each form once with the first completion refused in it. */
+export interface RefusedForms {
+  /** "2 honest forms refused" */
+  title: string;
+  forms: { form: string; completion: string }[];
+}
+
+/**
+ * "2 honest forms refused: `\boxed{x = 42}` (variable equals), ...": honest
+ * and contested refusals apart, null where there were none. Shown near the
+ * top of every report, so advice that breaks correct answers shows at once.
+ */
+export function refusedForms(record: ReportAudit): { honest: RefusedForms | null; contested: RefusedForms | null } {
+  const view = honestView(record);
+  const of = (variants: HonestView['rejected'], kind: string): RefusedForms | null => {
+    if (variants.length === 0) return null;
+    const first = new Map<string, string>();
+    for (const variant of variants) if (!first.has(variant.form)) first.set(variant.form, variant.completion);
+    return {
+      title: `${variants.length} ${kind} form${variants.length === 1 ? '' : 's'} refused`,
+      forms: [...first].map(([form, completion]) => ({ form, completion })),
+    };
+  };
+  return { honest: of(view.rejected, 'honest'), contested: of(view.contested, 'contested') };
+}
+
 /** "reasoning then answer, trailing period": which honest forms were not rewarded, for one line of text. */
 export function rejectedFormsText(record: ReportAudit): string {
   const names = [...new Set(honestView(record).rejected.map((variant) => variant.form))];

@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/record.js';
 import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
 import { showShort } from './show-text.js';
-import { honestView, rejectedFormsText } from './report-view.js';
+import { refusedForms, type RefusedForms } from './report-view.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 
@@ -90,11 +90,11 @@ export function formatScorecard(record: AuditRecord): string {
   );
   const policy = record.policy as unknown as { max_hackability: number; max_hack_rate_ci_hi: number };
   lines.push(`policy: hackability below ${policy.max_hackability.toFixed(1)}, hack-rate upper bound below ${policy.max_hack_rate_ci_hi}`);
-  const refused = honestView(record).rejected;
-  if (refused.length > 0) {
-    const count = refused.length === 1 ? '1 honest variant of the gold was' : `${refused.length} honest variants of the gold were`;
-    lines.push(`note: ${count} not rewarded: ${rejectedFormsText(record)} (reported, not gated)`);
-  }
+  const refused = refusedForms(record);
+  const refusedLine = (group: RefusedForms, note: string) =>
+    `${group.title}: ${group.forms.map(({ form, completion }) => `${printable(completion)} (${form})`).join(', ')} (${note})`;
+  if (refused.honest) lines.push(refusedLine(refused.honest, 'correct answers; reported, not gated'));
+  if (refused.contested) lines.push(refusedLine(refused.contested, 'reasonable graders differ on these; not gated'));
   lines.push(...falseAcceptLines(record));
   const slow = record.timing.slow_calls;
   if (slow) {

@@ -7,11 +7,11 @@ After ASCII lower-casing, trimming and dropping one trailing period (or
 format a JSON true/false is accepted as well. "untrue", "not true",
 "construe", "yes", 1 and "true or false" are not booleans here.
 
-When the format occurs more than once, the last occurrence is the answer, but
-a reply that returns to a value it had already replaced is hedging and scores
-0, as is a reply whose other answer slots (\\boxed{}, <answer>, "Answer:"
-lines, JSON) state a different value. A slot that is opened and never closed
-means the reply was cut off, which also scores 0.
+A reply commits to one final answer: every answer slot in the format must
+state the same value, as must the other answer slots (\\boxed{}, <answer>,
+"Answer:" lines, JSON); a reply stating two different answers is hedging and
+scores 0, whichever comes last. A slot that is opened and never closed means
+the reply was cut off, which also scores 0.
 """
 
 # Rewritten by the packer: bare, boxed, xml, line, hash or json.
@@ -42,9 +42,7 @@ def _boolean(slot):
     return {"true": True, "false": False}.get(s)
 
 
-# Formats whose answers must agree with the one read. "####" is left out
-# because it is also a Markdown heading.
-_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _boolean, bool, cross_checked=("boxed", "xml", "line", "json"))
+_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _boolean, bool)
 
 
 def reward(completion, answer, **kwargs):

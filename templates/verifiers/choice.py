@@ -3,15 +3,15 @@
 The final answer is read in exactly one format (ANSWER_FORMAT) from the part
 of the reply outside its reasoning block (<think>...</think> and similar), and
 the slot must be exactly one of the labels in CHOICES, optionally written as
-(C), C., **C** or \\text{C}. Nothing is upper-cased and no letter is searched
-for inside longer text, so "a good choice", "A B C D", "C or D" and
-"C (per the data)" name no label.
+(C), C., **C**, $C$ or \\text{C}, or named in one sentence ("The answer is (C).").
+Nothing is upper-cased and no letter is searched for inside longer text, so "a
+good choice", "A B C D", "C or D" and "C (per the data)" name no label.
 
-When the format occurs more than once, the last occurrence is the answer, but
-a reply that returns to a value it had already replaced is hedging and scores
-0, as is a reply whose other answer slots (\\boxed{}, <answer>, "Answer:"
-lines, JSON) state a different label. A slot that is opened and never closed
-means the reply was cut off, which also scores 0.
+A reply commits to one final answer: every answer slot in the format must
+state the same label, as must the other answer slots (\\boxed{}, <answer>,
+"Answer:" lines, JSON); a reply stating two different answers is hedging and
+scores 0, whichever comes last. A slot that is opened and never closed means
+the reply was cut off, which also scores 0.
 """
 
 # Rewritten by the packer: bare, boxed, xml, line, hash or json.
@@ -29,6 +29,8 @@ else:
 
 _WS = gatekept_slots.WHITESPACE
 _TEXT_WRAPPER = re.compile(r"\\text(?:bf)?\{([^{}]*)\}")
+# "The answer is (C).": the sentence people end with, naming one label.
+_LEAD_IN = re.compile(r"(?:the[ \t]+)?(?:final[ \t]+|correct[ \t]+)?answer[ \t]+is:?[ \t]+", re.IGNORECASE | re.ASCII)
 
 
 def _label(slot):
@@ -37,6 +39,9 @@ def _label(slot):
     s = slot.strip(_WS)
     if s.endswith("."):
         s = s[:-1].rstrip(_WS)
+    lead_in = _LEAD_IN.match(s)
+    if lead_in:
+        s = s[lead_in.end():]
     if len(s) > 4 and s.startswith("**") and s.endswith("**"):
         s = s[2:-2].strip(_WS)
     wrapped = _TEXT_WRAPPER.fullmatch(s)
@@ -47,9 +52,7 @@ def _label(slot):
     return s if s in CHOICES else None
 
 
-# Formats whose answers must agree with the one read. "####" is left out
-# because it is also a Markdown heading.
-_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _label, str, cross_checked=("boxed", "xml", "line", "json"))
+_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _label, str)
 if not CHOICES or not all(isinstance(c, str) and c and c.strip() == c for c in CHOICES):
     raise ValueError(f"CHOICES must be labels without surrounding spaces, got {CHOICES!r}")
 

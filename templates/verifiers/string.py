@@ -10,11 +10,11 @@ onto ASCII letters (the long s, the Kelvin sign, ligatures) is refused instead
 of folded: that is a homoglyph route to a match. In the json format the value
 must be a JSON string.
 
-When the format occurs more than once, the last occurrence is the answer, but
-a reply that returns to a value it had already replaced is hedging and scores
-0, as is a reply whose other answer slots (\\boxed{}, <answer>, JSON) state a
-different answer. A slot that is opened and never closed means the reply was
-cut off, which also scores 0.
+A reply commits to one final answer: every answer slot in the format must
+state the same answer, as must the other answer slots (\\boxed{}, <answer>,
+JSON); a reply stating two different answers is hedging and scores 0,
+whichever comes last. A slot that is opened and never closed means the reply
+was cut off, which also scores 0.
 """
 
 # Rewritten by the packer: bare, boxed, xml, line, hash or json.
@@ -50,9 +50,7 @@ def _normalise(slot):
     return s or None
 
 
-# Formats whose answers must agree with the one read. Free-text lines are left
-# out: any prose after "Answer:" would read as a different string.
-_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _normalise, str, cross_checked=("boxed", "xml", "json"))
+_READER = gatekept_slots.SlotReader(ANSWER_FORMAT, _normalise, str)
 
 
 def reward(completion, answer, **kwargs):

@@ -1,0 +1,143 @@
+import { isCustomFormat, renderInFormat, type FormatName } from './answer-values.js';
+import type { AnswerType } from '../types.js';
+
+/**
+ * The honest ways of writing a gold that the corpus documents
+ * (attacks/README.md, "The honesty rule"): forms a sound verifier should pay,
+ * and contested ones reasonable graders may refuse. Each row's are scored in
+ * the first format its verifier accepts, and a refusal is reported with the
+ * form and the completion: advice that makes a verifier stricter must not
+ * quietly stop it paying `\boxed{x = 42}`. They never gate.
+ */
+
+export interface HonestForm {
+  form: string;
+  completion: string;
+  /** Reasonable graders may refuse it (`42.0`, `\frac{84}{2}`, `42 cm`, `PARIS`). */
+  contested: boolean;
+}
+
+/** Reasoning that states no value, so it cannot be read as another answer. */
+const REASONING = 'Working through the question step by step gives the result.';
+const THINK_BLOCK = '<think>\nThe question asks for one value; working it out carefully.\n</think>\n';
+const DECIMAL = /^([+-]?)(\d+)(?:\.(\d+))?$/;
+
+/**
+ * The forms for one gold in one accepted format. `think` is set where the
+ * verifier reads that format only after a reasoning block: every form then
+ * follows one, as the calibration's honest answer did.
+ */
+export function honestForms(gold: string, type: AnswerType, format: FormatName, think = false): HonestForm[] {
+  const inFormat = (value: string): string => renderInFormat(format, value);
+  const forms: HonestForm[] = [
+    { form: 'reasoning then answer', completion: `${REASONING}\n${inFormat(gold)}`, contested: false },
+    { form: 'surrounding spaces', completion: ` ${inFormat(gold)} `, contested: false },
+    { form: 'trailing newline', completion: `${inFormat(gold)}\n`, contested: false },
+  ];
+  if (!think) forms.push({ form: 'reasoning block then answer', completion: THINK_BLOCK + inFormat(gold), contested: false });
+  const honest = (form: string, completion: string): void => void forms.push({ form, completion, contested: false });
+  const contested = (form: string, completion: string): void => void forms.push({ form, completion, contested: true });
+  switch (type) {
+    case 'numeric': {
+      const decimal = DECIMAL.exec(gold.trim());
+      if (format === 'boxed') honest('spaced box', `\\boxed{ ${gold} }`);
+      honest('math mode', format === 'boxed' ? `$\\boxed{${gold}}$` : inFormat(`$${gold}$`));
+      honest('variable equals', inFormat(`x = ${gold}`));
+      if (decimal && decimal[3] === undefined) honest('trailing period', inFormat(`${gold}.`));
+      const grouped = decimal ? groupThousands(decimal[2]!) : null;
+      if (decimal && grouped) honest('thousands grouping', inFormat(`${decimal[1]}${grouped}${decimal[3] === undefined ? '' : `.${decimal[3]}`}`));
+      contested('decimal zero', inFormat(gold.includes('.') ? `${gold}0` : `${gold}.0`));
+      const value = Number(gold);
+      if (Number.isFinite(value)) contested('scientific', inFormat(value.toExponential()));
+      if (decimal) contested('fraction', inFormat(fractionOf(decimal[1]!, decimal[2]!, decimal[3] ?? '')));
+      contested('unit', inFormat(`${gold} cm`));
+      if (format === 'boxed' || isCustomFormat(format)) contested('LaTeX unit', inFormat(`${gold}\\,\\text{cm}`));
+      const words = decimal && decimal[3] === undefined ? numberWords(Number(decimal[2])) : null;
+      if (words) contested('number words', inFormat(`${decimal![1] === '-' ? 'minus ' : ''}${words}`));
+      break;
+    }
+    case 'string':
+      honest('lower case', inFormat(gold.toLowerCase()));
+      honest('trailing period', inFormat(`${gold}.`));
+      if (format === 'xml') honest('answer on its own line', `<answer>\n${gold}\n</answer>`);
+      contested('upper case', inFormat(gold.toUpperCase()));
+      if (/[A-Za-z]/.test(gold)) contested('fullwidth letters', inFormat(fullwidth(gold)));
+      break;
+    case 'choice':
+      honest('parenthesised', inFormat(`(${gold})`));
+      honest('trailing period', inFormat(`${gold}.`));
+      if (format === 'bare') honest('bold', `**${gold}**`);
+      if (format === 'line') honest('bold', `**Answer:** ${gold}`);
+      if (format === 'bare') honest('sentence', `The answer is (${gold}).`);
+      if (format === 'boxed' || format === 'xml') honest('sentence', `The answer is ${inFormat(gold)}.`);
+      break;
+    case 'boolean':
+      honest('capitalised', inFormat(gold[0]!.toUpperCase() + gold.slice(1).toLowerCase()));
+      contested('yes/no word', inFormat(/^t/i.test(gold) ? 'yes' : 'no'));
+      break;
+  }
+  const prefixed = think ? forms.map((form) => ({ ...form, completion: THINK_BLOCK + form.completion })) : forms;
+  return prefixed.filter((form, index, all) => all.findIndex((other) => other.completion === form.completion) === index);
+}
+
+/** `1,750`: digits grouped in threes, for integer parts of four digits or more. */
+function groupThousands(digits: string): string | null {
+  if (digits.length < 4) return null;
+  return digits.replace(/\B(?=(\d{3})+$)/g, ',');
+}
+
+/** The gold as an exact LaTeX fraction: `\frac{84}{2}` for 42, `\frac{7}{2}` for 3.5. */
+function fractionOf(sign: string, whole: string, fraction: string): string {
+  let numerator = BigInt(whole + fraction);
+  let denominator = 10n ** BigInt(fraction.length);
+  const divisor = gcd(numerator, denominator);
+  numerator /= divisor;
+  denominator /= divisor;
+  if (denominator === 1n) {
+    numerator *= 2n;
+    denominator = 2n;
+  }
+  return `${sign === '-' ? '-' : ''}\\frac{${numerator}}{${denominator}}`;
+}
+
+function gcd(a: bigint, b: bigint): bigint {
+  return b === 0n ? (a === 0n ? 1n : a) : gcd(b, a % b);
+}
+
+const ONES = [
+  'zero',
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'thirteen',
+  'fourteen',
+  'fifteen',
+  'sixteen',
+  'seventeen',
+  'eighteen',
+  'nineteen',
+];
+const TENS = ['', '', 'twenty', 'thirty', 'forty', 'fifty', 'sixty', 'seventy', 'eighty', 'ninety'];
+
+/** `forty-two`: English words for integers below a million, null above. */
+export function numberWords(n: number): string | null {
+  if (!Number.isInteger(n) || n < 0 || n >= 1_000_000) return null;
+  if (n < 20) return ONES[n]!;
+  if (n < 100) return TENS[Math.floor(n / 10)]! + (n % 10 ? `-${ONES[n % 10]}` : '');
+  if (n < 1000) return `${ONES[Math.floor(n / 100)]} hundred${n % 100 ? ` ${numberWords(n % 100)}` : ''}`;
+  return `${numberWords(Math.floor(n / 1000))} thousand${n % 1000 ? ` ${numberWords(n % 1000)}` : ''}`;
+}
+
+/** ASCII letters and digits in their fullwidth forms. */
+function fullwidth(text: string): string {
+  return text.replace(/[A-Za-z0-9]/g, (ch) => String.fromCharCode(ch.charCodeAt(0) + 0xfee0));
+}

@@ -1,0 +1,70 @@
+/**
+ * The honest forms the corpus documents are scored beside every row's attack
+ * and each refusal is reported with its form and completion: a verifier made
+ * stricter must not quietly stop paying `\boxed{x = 42}` while the gate says
+ * nothing. Refusals never change the decision.
+ */
+import { describe, expect, it } from 'vitest';
+import { honestForms } from '../src/audit/honest-forms.js';
+import { gate } from '../src/gate.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { renderMarkdown } from '../src/report/markdown.js';
+import { renderHtml } from '../src/report/html.js';
+import { formatScorecard } from '../src/report/scorecard.js';
+
+const python = process.env.GATEKEPT_PYTHON ?? 'python3';
+const base = { python, cwd: PACKAGE_ROOT, workers: 1 };
+
+describe('honest forms', () => {
+  it('are the ones the corpus documents, honest and contested apart', () => {
+    const forms = (gold: string, type: Parameters<typeof honestForms>[1], format: Parameters<typeof honestForms>[2]) =>
+      Object.fromEntries(honestForms(gold, type, format).map((form) => [form.completion, form.contested]));
+    expect(forms('42', 'numeric', 'boxed')).toMatchObject({
+      '\\boxed{x = 42}': false,
+      '$\\boxed{42}$': false,
+      '\\boxed{ 42 }': false,
+      '\\boxed{42.}': false,
+      '\\boxed{42.0}': true,
+      '\\boxed{4.2e+1}': true,
+      '\\boxed{\\frac{84}{2}}': true,
+      '\\boxed{42 cm}': true,
+      '\\boxed{42\\,\\text{cm}}': true,
+      '\\boxed{forty-two}': true,
+    });
+    expect(forms('1750', 'numeric', 'hash')).toMatchObject({ '#### 1,750': false, '#### x = 1750': false });
+    expect(forms('3.5', 'numeric', 'bare')).toMatchObject({ '\\frac{7}{2}': true });
+    expect(forms('Paris', 'string', 'xml')).toMatchObject({
+      '<answer>paris</answer>': false,
+      '<answer>\nParis\n</answer>': false,
+      '<answer>PARIS</answer>': true,
+    });
+    expect(forms('A', 'choice', 'bare')).toMatchObject({ '(A)': false, 'A.': false, '**A**': false, 'The answer is (A).': false });
+    expect(forms('true', 'boolean', 'line')).toMatchObject({ 'Answer: True': false, 'Answer: yes': true });
+  });
+
+  it('follow a reasoning block where the verifier reads its format only after one', () => {
+    for (const form of honestForms('42', 'numeric', 'boxed', true)) expect(form.completion).toMatch(/^<think>[^]*<\/think>\n/);
+  });
+
+  it('each refusal is recorded and shown with its form and completion, and never gates', async () => {
+    // A plain-decimal reader: correct, and not gameable, but it refuses `x = 42`.
+    const result = await gate({ ...base, reward: 'examples/verifiers/strict.py:reward', answer: '42' });
+    expect(result.decision).toBe('PASS');
+    const honest = result.record.honest;
+    const refused = honest.refused!;
+    expect(refused.forms).toContainEqual({ row: 0, form: 'variable equals', contested: false, completion: '\\boxed{x = 42}' });
+    expect(refused.forms).toContainEqual({ row: 0, form: 'LaTeX unit', contested: true, completion: '\\boxed{42\\,\\text{cm}}' });
+    expect(refused.honest).toBe(refused.forms.filter((form) => !form.contested).length);
+    expect(refused.contested).toBe(refused.forms.filter((form) => form.contested).length);
+    expect(honest.false_rejections).toBe(refused.honest);
+    // Paid forms are not listed as refused.
+    expect(refused.forms.map((form) => form.completion)).not.toContain('\\boxed{ 42 }');
+    const scorecard = formatScorecard(result.record);
+    expect(scorecard).toMatch(new RegExp(`${refused.honest} honest forms? refused: .*"\\\\boxed\\{x = 42\\}" \\(variable equals\\)`));
+    expect(scorecard).toMatch(/contested forms? refused: .*"\\boxed\{42\\,\\text\{cm\}\}" \(LaTeX unit\)/);
+    const markdown = renderMarkdown(result.record);
+    expect(markdown).toMatch(/\*\*\d+ honest forms? refused: .*`\\boxed\{x = 42\}` \(variable equals\)/);
+    const html = renderHtml(result.record);
+    expect(html).toMatch(/<p class="refused"><strong>\d+ honest forms? refused: .*<code>\\boxed\{x = 42\}<\/code> \(variable equals\)/);
+  });
+});
