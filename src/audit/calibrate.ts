@@ -2,6 +2,7 @@ import { formatNumber, isCustomFormat, renderInFormat, type CustomFormat, type F
 import type { EvalResult } from '../calls.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { ANSWER_FORMATS } from '../types.js';
+import { isSpelled, readNumber } from './number-spelling.js';
 
 /**
  * Calibration: before any attack in an answer format, score the gold and a
@@ -182,10 +183,14 @@ export function honestVariants(gold: string, type: AnswerType, format: FormatNam
   ];
   switch (type) {
     case 'numeric': {
-      const value = Number(gold);
+      const spelling = readNumber(gold);
+      const value = spelling?.value ?? Number(gold);
       if (format === 'boxed') forms.push({ form: 'spaced box', completion: `\\boxed{ ${gold} }`, contested: false });
       if (format === 'bare') forms.push({ form: 'trailing period', completion: `${gold}.`, contested: false });
-      forms.push({ form: 'decimal zero', completion: inFormat(gold.includes('.') ? `${gold}0` : `${gold}.0`), contested: true });
+      // A zero after the last digit, inside a currency or percent spelling: `$1,000.0`, `10.0%`.
+      const zero = gold.includes('.') ? '0' : '.0';
+      const decimalZero = spelling && isSpelled(spelling) ? gold.replace(/(\d)(\D*)$/, `$1${zero}$2`) : `${gold}${zero}`;
+      forms.push({ form: 'decimal zero', completion: inFormat(decimalZero), contested: true });
       forms.push({ form: 'scientific', completion: inFormat(value.toExponential()), contested: true });
       if (Number.isInteger(value)) forms.push({ form: 'fraction', completion: inFormat(`\\frac{${formatNumber(value * 2)}}{2}`), contested: true });
       break;
