@@ -37,7 +37,12 @@ describe('the answer type of a column', () => {
   });
 
   it('reads every row, not only the sampled ones', () => {
-    const rows = [...integers(30), ...['N/A', 'none', 'unknown'].map((answer) => ({ answer }))].map((row, index) => ({ ...row, index, prompt: null, info: {} }));
+    const rows = [...integers(30), ...['N/A', 'none', 'unknown'].map((answer) => ({ answer }))].map((row, index) => ({
+      ...row,
+      index,
+      prompt: null,
+      info: {},
+    }));
     const column = readAnswerColumn(rows, 'auto', undefined);
     expect(column.type).toBe('numeric');
     expect(column.odd.map((odd) => odd.answer)).toEqual(['N/A', 'none', 'unknown']);

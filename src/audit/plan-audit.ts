@@ -1,15 +1,5 @@
 import path from 'node:path';
-import {
-  alternateGold,
-  DEFAULT_CHOICES,
-  isCustomFormat,
-  makeRng,
-  optionTexts,
-  shapeTwin,
-  unrelated,
-  wrongValues,
-  type CustomFormat,
-} from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, isCustomFormat, makeRng, optionTexts, shapeTwin, unrelated, wrongValues, type CustomFormat } from './answer-values.js';
 import { MAX_ODD_SHOWN, readAnswerColumn, type OddRow } from './answer-column.js';
 import { buildAnswerPool, type AlternateSource, type AnswerPool } from './answer-pool.js';
 import type { GoldContext } from './expand-candidates.js';
@@ -238,7 +228,14 @@ export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: str
       });
     }
   }
-  const pool = fitting.length > 1 ? buildAnswerPool(fitting.map((row) => row.answer), answerType, policy.seed) : undefined;
+  const pool =
+    fitting.length > 1
+      ? buildAnswerPool(
+          fitting.map((row) => row.answer),
+          answerType,
+          policy.seed,
+        )
+      : undefined;
   const plans = rows.map((row) => planGold(row, answerType, choices, policy.seed, pool));
   return { rows, rowsTotal: all.length, choices, answerType, oddRows: column.odd.slice(0, MAX_ODD_SHOWN), oddTotal: column.odd.length, plans };
 }

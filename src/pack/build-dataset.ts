@@ -32,7 +32,9 @@ export function answerTypeOf(seed: Seed, rows: readonly { answer: string }[]): A
  */
 function builtInNumber(answer: string): boolean {
   const spelling = readNumber(answer);
-  return spelling !== undefined && !spelling.exponent && spelling.currency === '' && spelling.percent === '' && (spelling.group === '' || spelling.group === ',');
+  return (
+    spelling !== undefined && !spelling.exponent && spelling.currency === '' && spelling.percent === '' && (spelling.group === '' || spelling.group === ',')
+  );
 }
 
 const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {
