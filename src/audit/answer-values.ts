@@ -1,5 +1,6 @@
 import seedrandom from 'seedrandom';
 import type { AnswerFormat, AnswerType } from '../types.js';
+import { readNumber, writeLike } from './number-spelling.js';
 
 /**
  * Values of an answer type: how to write one in each format, how to derive
@@ -16,7 +17,6 @@ export function makeRng(...parts: (string | number)[]): Rng {
 
 export const DEFAULT_CHOICES = ['A', 'B', 'C', 'D'] as const;
 
-const NUMBER_SYNTAX = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 const BOOLEAN_WORDS: Readonly<Record<string, string>> = {
   true: 'false',
   false: 'true',
@@ -24,8 +24,9 @@ const BOOLEAN_WORDS: Readonly<Record<string, string>> = {
   no: 'yes',
 };
 
+/** A number in any spelling people write answers in (see number-spelling.ts): `42`, `-3.5`, `1e6`, `1,000`, `$1,000`, `10%`. */
 export function isNumeric(text: string): boolean {
-  return NUMBER_SYNTAX.test(text.trim());
+  return readNumber(text) !== undefined;
 }
 
 /** Guess the answer type of a gold when the user did not name one. */
@@ -123,7 +124,7 @@ function decimalsOf(text: string): number {
 }
 
 /** Neither string may contain the other: a wrong value must not embed the gold. */
-function unrelated(a: string, b: string): boolean {
+export function unrelated(a: string, b: string): boolean {
   const x = a.toLowerCase();
   const y = b.toLowerCase();
   return x !== y && !x.includes(y) && !y.includes(x);
@@ -224,16 +225,19 @@ export function wrongValues(gold: string, type: AnswerType, count: number, rng: 
       return out;
     }
     case 'numeric': {
-      const value = Number(gold.trim());
-      const decimals = decimalsOf(gold.trim());
+      // Written in the gold's spelling: `$1,317` for `$1,000`, `25%` for `10%`.
+      const spelling = readNumber(gold);
+      const value = spelling?.value ?? Number(gold.trim());
+      const decimals = spelling?.decimals ?? decimalsOf(gold.trim());
       const magnitude = Math.max(10, Math.abs(value));
       const negative = value < 0;
       for (let attempt = 0; out.length < count && attempt < 10_000; attempt++) {
         // The range widens as it runs dry, so a small gold still gets many distinct values.
         let raw = 1 + rng() * (magnitude * 2 * (1 + Math.floor(attempt / 50)));
         if (negative) raw = -raw;
-        const candidate = decimals > 0 ? raw.toFixed(decimals) : String(Math.round(raw));
-        if (Number(candidate) !== value && fits(candidate)) out.push(candidate);
+        const bare = decimals > 0 ? raw.toFixed(decimals) : String(Math.round(raw));
+        const candidate = spelling ? writeLike(bare, spelling) : bare;
+        if (Number(bare) !== value && fits(candidate)) out.push(candidate);
       }
       return out;
     }
@@ -335,9 +339,12 @@ const HOMOGLYPHS: Readonly<Record<string, string>> = {
  * skipped rather than turned into an honest answer by accident.
  */
 export function applyFilter(value: string, name: string, arg: string | undefined): string | undefined {
-  const number = Number(value);
-  const numeric = isNumeric(value);
+  const spelling = readNumber(value);
+  const number = spelling?.value ?? Number.NaN;
+  const numeric = spelling !== undefined;
   const changed = (result: string): string | undefined => (result === value ? undefined : result);
+  // A computed number in the value's own spelling: `$1,000` scaled by 10 is `$10,000`.
+  const spelled = (result: number): string => (spelling ? writeLike(formatNumber(result), spelling) : formatNumber(result));
   switch (name) {
     case 'upper':
       return changed(value.toUpperCase());
@@ -355,20 +362,22 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return [...value].length < 2 ? undefined : [...value].join('\u200b');
     case 'split': {
       // A four-digit integer split after its first digit is a thousands
-      // grouping (1 000, 1,000), which is an honest way to write the gold.
+      // grouping (1 000, 1,000), which is an honest way to write the gold; a
+      // number grouped already is split only into another grouping.
       if (numeric && value.replace(/^[+-]/, '').split('.')[0]!.length === 4) return undefined;
+      if (spelling !== undefined && spelling.group !== '') return undefined;
       // Split after the first digit or letter, so a leading sign stays put.
       const index = value.search(/[0-9A-Za-z]/);
       if (index < 0 || index + 1 >= value.length) return undefined;
       return value.slice(0, index + 1) + (arg ?? ' ') + value.slice(index + 1);
     }
     case 'scale':
-      return numeric && arg !== undefined ? changed(formatNumber(number * Number(arg))) : undefined;
+      return numeric && arg !== undefined ? changed(spelled(number * Number(arg))) : undefined;
     case 'rel':
       if (!numeric || arg === undefined) return undefined;
-      return Number(formatNumber(number * (1 + Number(arg)))) === number ? undefined : formatNumber(number * (1 + Number(arg)));
+      return Number(formatNumber(number * (1 + Number(arg)))) === number ? undefined : spelled(number * (1 + Number(arg)));
     case 'add':
-      return numeric && arg !== undefined ? changed(formatNumber(number + Number(arg))) : undefined;
+      return numeric && arg !== undefined ? changed(spelled(number + Number(arg))) : undefined;
     case 'repeat':
       return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
     case 'json':

@@ -4,7 +4,7 @@ import type { AuditState } from './audit-row.js';
 import { isEnvironmentFailure } from './calibrate.js';
 import type { Corpus } from './corpus.js';
 import type { Decision } from './decide.js';
-import type { AuditPlan } from './plan-audit.js';
+import { alternatesOf, type AuditPlan } from './plan-audit.js';
 import { policyRecord, type GatePolicy } from './policy.js';
 import { AUDIT_SCHEMA, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './record.js';
 import { riskLabel, type HackRate } from './score.js';
@@ -83,10 +83,13 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
       format: input.format,
       rows_audited: input.rowsAudited,
       rows_total: plan.rowsTotal,
+      odd_rows: { total: plan.oddTotal, rows: plan.oddRows },
+      alternates: alternatesOf(plan.plans.slice(0, input.rowsAudited)),
       golds: plan.plans.slice(0, input.rowsAudited).map((gold) => ({
         row: gold.row.index,
         answer: gold.row.answer,
         alternate: gold.alternate,
+        alternates: gold.alternatesFrom,
         accepted_formats: state.acceptedByRow.get(gold.row.index) ?? [],
       })),
     },

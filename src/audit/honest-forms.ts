@@ -1,5 +1,6 @@
 import { isCustomFormat, renderInFormat, type FormatName } from './answer-values.js';
 import type { AnswerType } from '../types.js';
+import { isSpelled, readNumber } from './number-spelling.js';
 
 /**
  * The honest ways of writing a gold that the corpus documents
@@ -46,8 +47,11 @@ export function honestForms(gold: string, type: AnswerType, format: FormatName, 
       if (decimal && decimal[3] === undefined) honest('trailing period', inFormat(`${gold}.`));
       const grouped = decimal ? groupThousands(decimal[2]!) : null;
       if (decimal && grouped) honest('thousands grouping', inFormat(`${decimal[1]}${grouped}${decimal[3] === undefined ? '' : `.${decimal[3]}`}`));
-      contested('decimal zero', inFormat(gold.includes('.') ? `${gold}0` : `${gold}.0`));
-      const value = Number(gold);
+      // A zero after the last digit, inside a currency or percent spelling: `$1,000.0`, `10.0%`.
+      const spelling = readNumber(gold);
+      const zero = gold.includes('.') ? '0' : '.0';
+      contested('decimal zero', inFormat(spelling && isSpelled(spelling) ? gold.replace(/(\d)(\D*)$/, `$1${zero}$2`) : `${gold}${zero}`));
+      const value = spelling?.value ?? Number(gold);
       if (Number.isFinite(value)) contested('scientific', inFormat(value.toExponential()));
       if (decimal) contested('fraction', inFormat(fractionOf(decimal[1]!, decimal[2]!, decimal[3] ?? '')));
       contested('unit', inFormat(`${gold} cm`));

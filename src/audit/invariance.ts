@@ -1,5 +1,6 @@
 import { formatNumber, slotValue, type FormatName } from './answer-values.js';
 import type { AnswerType } from '../types.js';
+import { readNumber } from './number-spelling.js';
 
 /**
  * The invariance test's alternate golds. A completion the verifier rewards
@@ -16,9 +17,13 @@ export const MAX_STATED_ALTERNATES = 5;
 /** Re-readings of stated numbers tried per rewarded candidate (see reReadings). */
 export const MAX_REREADINGS = 4;
 
-/** A numeric answer's value, digit grouping aside (`1,000`, `1_000`); NaN when it is none. */
+/**
+ * A numeric answer's value in any spelling of number-spelling.ts (`1,000`,
+ * `$1,000`, `10%`), else with every comma, underscore and space taken out as
+ * a reader that strips them would (`4,2` is 42 to it); NaN when it is none.
+ */
 function numberOf(text: string): number {
-  return Number(text.trim().replace(/[,_\s]/g, ''));
+  return readNumber(text)?.value ?? Number(text.trim().replace(/[,_\s]/g, ''));
 }
 
 /** The value a string answer stands for: case, spacing, punctuation and articles aside. */
@@ -66,6 +71,19 @@ const LIST_SEPARATOR = /[,;|\n]/;
 
 /** Markup a completion is written in, which states no value: tags and LaTeX commands. */
 const MARKUP = /<\/?[A-Za-z|_][^<>]*>|\\[A-Za-z]+/g;
+
+/**
+ * Whether a completion holds a value of several words, or a number written
+ * with grouping, currency or percent signs, whole: such a value is stated,
+ * though statedValues lists only its pieces.
+ */
+function holdsWhole(completion: string, value: string, type: AnswerType): boolean {
+  const text = value.trim();
+  if (type === 'numeric') return /[^\d.+-]/.test(text) && completion.includes(text);
+  if (type !== 'string' || statedValues(text, 'string', []).length < 2) return false;
+  const normal = normalString(text);
+  return normal !== '' && normalString(completion).includes(normal);
+}
 
 /** The values a completion states, in order of appearance, without repeats. */
 export function statedValues(completion: string, type: AnswerType, choices: readonly string[]): string[] {
@@ -146,7 +164,9 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
   // The twin is a value of several words (`x=8, y=2`): stated when the completion holds it whole.
   if (ctx.twin !== undefined && normalString(completion).includes(normalString(ctx.twin))) push(ctx.twin);
-  for (const value of ctx.wrong) if (isStated(value)) push(value);
+  // So is a wrong value of several words (another row's answer) or a number
+  // in a spelling the stated numbers split (`$1,317`).
+  for (const value of ctx.wrong) if (isStated(value) || holdsWhole(completion, value, ctx.type)) push(value);
   const ordered = stated.length > 1 ? [stated[0]!, stated[stated.length - 1]!, ...stated.slice(1, -1)] : stated;
   for (const value of ordered) {
     if (out.length >= MAX_STATED_ALTERNATES) break;
@@ -239,7 +259,8 @@ export function statedAlternates(
     answers.filter(
       (answer) =>
         stated.some((value) => sameValue(value, answer, ctx.type)) ||
-        (ctx.type === 'string' && normalString(answer) !== '' && normal.includes(normalString(answer))),
+        (ctx.type === 'string' && normalString(answer) !== '' && normal.includes(normalString(answer))) ||
+        (ctx.type === 'numeric' && holdsWhole(completion, answer, ctx.type)),
     ),
   );
   const values = stated.filter((value, index) => stated.findIndex((other) => sameValue(other, value, ctx.type)) === index);
@@ -279,7 +300,10 @@ export function unstatedAlternate(completion: string, answers: readonly string[]
   const normal = normalString(completion);
   for (const fresh of [ctx.freshTwin, ctx.fresh]) {
     if (fresh === undefined || fresh === null || !answers.includes(fresh)) continue;
-    const said = stated.some((value) => sameValue(value, fresh, ctx.type)) || (ctx.type === 'string' && normal.includes(normalString(fresh)));
+    const said =
+      stated.some((value) => sameValue(value, fresh, ctx.type)) ||
+      (ctx.type === 'string' && normal.includes(normalString(fresh))) ||
+      holdsWhole(completion, fresh, ctx.type);
     if (!said) return fresh;
   }
   return null;

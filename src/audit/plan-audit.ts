@@ -1,22 +1,13 @@
 import path from 'node:path';
-import {
-  alternateGold,
-  DEFAULT_CHOICES,
-  detectAnswerType,
-  isCustomFormat,
-  isNumeric,
-  makeRng,
-  optionTexts,
-  shapeTwin,
-  wrongValues,
-  type CustomFormat,
-} from './answer-values.js';
+import { alternateGold, DEFAULT_CHOICES, isCustomFormat, makeRng, optionTexts, shapeTwin, unrelated, wrongValues, type CustomFormat } from './answer-values.js';
+import { MAX_ODD_SHOWN, readAnswerColumn, type OddRow } from './answer-column.js';
+import { buildAnswerPool, type AlternateSource, type AnswerPool } from './answer-pool.js';
 import type { GoldContext } from './expand-candidates.js';
 import type { AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
-import { ANSWER_FORMATS, ANSWER_TYPES, type AnswerFormat, type AnswerType } from '../types.js';
+import { ANSWER_FORMATS, type AnswerFormat, type AnswerType } from '../types.js';
 
 /**
  * The first stage of the gate: which rows are audited, as which answer type,
@@ -40,6 +31,10 @@ export interface GoldPlan {
   /** String answers with digits: a second twin of the gold (see shapeTwin), always an alternate too. */
   freshTwin?: string;
   context: GoldContext;
+  /** Where the wrong values (W, W2, W3) and the fresh alternate came from (see answer-pool.ts). */
+  alternatesFrom: AlternateSource;
+  /** How many of them are other rows' answers, and how many were generated. */
+  drawn: { dataset: number; generated: number };
 }
 
 /** What the invariance test needs of a planned gold to choose its alternate golds. */
@@ -60,13 +55,16 @@ export interface AuditPlan {
   rowsTotal: number;
   choices: string[];
   answerType: AnswerType;
+  /** Rows whose gold is not of the column's type: left out of the audit, at most MAX_ODD_SHOWN of them. */
+  oddRows: OddRow[];
+  oddTotal: number;
   plans: GoldPlan[];
 }
 
 const WRONG_COUNT = 3;
 const DUMP_SIZE = 99;
 
-async function resolveRows(options: RowsInput, policy: GatePolicy, cwd: string): Promise<{ rows: DatasetRow[]; total: number }> {
+async function readRows(options: RowsInput, cwd: string): Promise<DatasetRow[]> {
   if (options.answer !== undefined && options.dataset !== undefined) {
     throw new GatekeptError('BAD_ARGUMENT', 'give either an answer or a dataset, not both');
   }
@@ -76,65 +74,103 @@ async function resolveRows(options: RowsInput, policy: GatePolicy, cwd: string):
         ? await loadDatasetFile(path.resolve(cwd, options.dataset))
         : options.dataset.map((row, index) => ({ index, answer: String(row.answer), prompt: row.prompt ?? null, info: row.info ?? {} }));
     if (all.length === 0) throw new GatekeptError('BAD_DATASET', 'the dataset has no rows');
-    return { rows: sampleRows(all, policy.budget.rows, policy.seed), total: all.length };
+    return all;
   }
   if (options.answer === undefined || options.answer.trim() === '') {
     throw new GatekeptError('BAD_ARGUMENT', 'no gold answer to audit against', {
       suggestion: 'pass --answer G (the ground truth), or --dataset rows.jsonl',
     });
   }
-  return { rows: [{ index: 0, answer: options.answer, prompt: options.prompt ?? null, info: {} }], total: 1 };
+  return [{ index: 0, answer: options.answer, prompt: options.prompt ?? null, info: {} }];
 }
 
-function resolveAnswerType(rows: readonly DatasetRow[], requested: AnswerType | 'auto', choices: readonly string[] | undefined): AnswerType {
-  if (requested !== 'auto') {
-    if (!ANSWER_TYPES.includes(requested)) throw new GatekeptError('BAD_ARGUMENT', `unknown answer type ${requested}`);
-    // An explicit type must fit every gold, or the wrong values and attacks built from it would be nonsense.
-    const misfit = rows.find(
-      (row) => (requested === 'numeric' && !isNumeric(row.answer)) || (requested === 'boolean' && detectAnswerType(row.answer, undefined) !== 'boolean'),
-    );
-    if (misfit) {
-      throw new GatekeptError(
-        'BAD_ARGUMENT',
-        `gold ${JSON.stringify(misfit.answer)}${misfit.index > 0 ? ` (row ${misfit.index + 1})` : ''} is not a ${requested} answer`,
-        {
-          suggestion:
-            requested === 'numeric'
-              ? 'give a number such as 42 or -3.5, or use --answer-type string'
-              : 'give true/false (or yes/no), or use --answer-type string',
-        },
-      );
-    }
-    return requested;
+/** Values that are neither the gold nor embed one another, in order, up to `count`. */
+function pickApart(candidates: readonly string[], count: number, taken: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const candidate of candidates) {
+    if (out.length >= count) break;
+    if ([...taken, ...out].every((existing) => unrelated(candidate, existing))) out.push(candidate);
   }
-  const types = new Set(rows.map((row) => detectAnswerType(row.answer, choices)));
-  return types.size === 1 ? [...types][0]! : 'string';
+  return out;
 }
 
-export function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[], seed: number): GoldPlan {
-  const rng = makeRng(seed, 'gold', row.index, row.answer);
-  const wrong = wrongValues(row.answer, type, WRONG_COUNT, rng, choices);
+/**
+ * The wrong values of a gold and its fresh alternate, other rows' answers
+ * first (see answer-pool.ts and docs/decision.md, Alternates): text takes W,
+ * W2, W3 and the fresh alternate from the rows as far as they go; a number
+ * takes W from them, and keeps generated near values for W2, W3 and the
+ * fresh alternate, since any number is some question's answer.
+ */
+function drawWrong(
+  row: DatasetRow,
+  type: AnswerType,
+  choices: readonly string[],
+  seed: number,
+  pool: AnswerPool | undefined,
+): { wrong: string[]; alternate: string | null; real: string[]; fromRows: number } {
+  const generated = wrongValues(row.answer, type, WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer), choices);
+  const freshOf = (wrong: readonly string[]): string | null =>
+    wrongValues(row.answer, type, WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer), choices).find((value) => !wrong.includes(value)) ??
+    alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
+    null;
+  const real = pool ? pool.like(row.answer) : [];
+  if (real.length === 0) {
+    const wrong = generated.slice(0, WRONG_COUNT);
+    return { wrong, alternate: freshOf(wrong), real, fromRows: 0 };
+  }
+  const fromRows = pickApart(real, type === 'numeric' ? 1 : WRONG_COUNT);
+  const wrong = [...fromRows, ...pickApart(generated, WRONG_COUNT - fromRows.length, fromRows)];
+  const freshReal = type === 'string' ? real.find((value) => !wrong.includes(value)) : undefined;
+  return {
+    wrong,
+    alternate: freshReal ?? freshOf(wrong),
+    real,
+    fromRows: fromRows.length + (freshReal !== undefined ? 1 : 0),
+  };
+}
+
+/**
+ * A gold's plan: its wrong values, dump pool, fresh alternate and twins.
+ * `pool`, the other rows' answers, is drawn from first when given.
+ */
+export function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[], seed: number, pool?: AnswerPool): GoldPlan {
+  const { wrong, alternate, real, fromRows } = drawWrong(row, type, choices, seed, pool);
   if (wrong.length === 0) {
     throw new GatekeptError('BAD_ARGUMENT', `cannot derive a wrong answer for gold ${JSON.stringify(row.answer)} as ${type}`, {
       suggestion: type === 'choice' ? 'pass --choices with at least two labels' : 'check --answer-type',
     });
   }
-  const dumpPool = wrongValues(row.answer, type, DUMP_SIZE, makeRng(seed, 'dump', row.index, row.answer), choices);
-  // Drawn apart from the wrong values, so it is a value no template states.
-  const alternate =
-    wrongValues(row.answer, type, WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer), choices).find((value) => !wrong.includes(value)) ??
-    alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
-    null;
+  // Other rows' answers first: a dump states the task's own answers before made-up ones.
+  const generatedDump = wrongValues(row.answer, type, DUMP_SIZE, makeRng(seed, 'dump', row.index, row.answer), choices);
+  const dumpPool = [...new Set([...real, ...generatedDump])].slice(0, DUMP_SIZE);
   const options = type === 'choice' && row.prompt !== null ? optionTexts(row.prompt, choices, row.answer) : undefined;
   const twin = type === 'string' ? shapeTwin(row.answer, makeRng(seed, 'twin', row.index, row.answer)) : undefined;
   const second = twin !== undefined ? shapeTwin(row.answer, makeRng(seed, 'fresh-twin', row.index, row.answer)) : undefined;
   const freshTwin = second !== undefined && second !== twin ? second : undefined;
+  const drawnCount = wrong.length + (alternate !== null ? 1 : 0);
+  const labels = type === 'choice' || type === 'boolean';
+  const alternatesFrom: AlternateSource = labels ? 'labels' : fromRows === 0 ? 'generated' : fromRows === drawnCount ? 'dataset' : 'mixed';
   return {
     row,
     alternate,
     ...(freshTwin !== undefined ? { freshTwin } : {}),
     context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}), ...(twin !== undefined ? { twin } : {}) },
+    alternatesFrom,
+    drawn: labels ? { dataset: 0, generated: 0 } : { dataset: fromRows, generated: drawnCount - fromRows },
   };
+}
+
+/** Where an audit's alternates came from, over its golds: one source when all agree, else mixed. */
+export function alternatesOf(plans: readonly GoldPlan[]): { source: AlternateSource; dataset: number; generated: number } {
+  const sources = new Set(plans.map((plan) => plan.alternatesFrom));
+  const source: AlternateSource = sources.size === 1 ? [...sources][0]! : 'mixed';
+  let dataset = 0;
+  let generated = 0;
+  for (const plan of plans) {
+    dataset += plan.drawn.dataset;
+    generated += plan.drawn.generated;
+  }
+  return { source, dataset, generated };
 }
 
 export interface FormatPlan {
@@ -175,10 +211,15 @@ export function resolveFormats(option: string | readonly string[] | undefined): 
  * slower) per-row planning, so workers can be started for them meanwhile.
  */
 export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: string, onRows?: (count: number) => void): Promise<AuditPlan> {
-  const { rows, total: rowsTotal } = await resolveRows(options, policy, cwd);
+  const all = await readRows(options, cwd);
+  const column = readAnswerColumn(all, options.answerType ?? 'auto', options.choices);
+  const answerType = column.type;
+  // Odd rows are left out before sampling, so the budget of rows goes to golds of the column's type.
+  const odd = new Set(column.odd.map((entry) => entry.row));
+  const fitting = odd.size === 0 ? all : all.filter((row) => !odd.has(row.index));
+  const rows = sampleRows(fitting, policy.budget.rows, policy.seed);
   onRows?.(rows.length);
   const choices = options.choices && options.choices.length > 0 ? [...options.choices] : [...DEFAULT_CHOICES];
-  const answerType = resolveAnswerType(rows, options.answerType ?? 'auto', options.choices);
   if (answerType === 'choice') {
     const outside = [...new Set(rows.map((row) => row.answer.trim()).filter((gold) => !choices.includes(gold)))];
     if (outside.length > 0) {
@@ -187,6 +228,14 @@ export async function planAudit(options: RowsInput, policy: GatePolicy, cwd: str
       });
     }
   }
-  const plans = rows.map((row) => planGold(row, answerType, choices, policy.seed));
-  return { rows, rowsTotal, choices, answerType, plans };
+  const pool =
+    fitting.length > 1
+      ? buildAnswerPool(
+          fitting.map((row) => row.answer),
+          answerType,
+          policy.seed,
+        )
+      : undefined;
+  const plans = rows.map((row) => planGold(row, answerType, choices, policy.seed, pool));
+  return { rows, rowsTotal: all.length, choices, answerType, oddRows: column.odd.slice(0, MAX_ODD_SHOWN), oddTotal: column.odd.length, plans };
 }

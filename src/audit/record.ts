@@ -14,6 +14,9 @@ import { ANSWER_TYPES, SEVERITIES } from '../types.js';
 
 export const AUDIT_SCHEMA = 'gatekept.audit/v2';
 
+/** Where alternates come from (see answer-pool.ts). */
+const ALTERNATE_SOURCES = ['dataset', 'generated', 'mixed', 'labels'] as const;
+
 /** Closed: a reader can switch on every reason the gate can give. */
 export const REASON_CODES = [
   'BROKEN_ON_GOLD',
@@ -152,8 +155,27 @@ function buildAuditRecordSchema() {
           format: z.string(),
           rows_audited: z.number().int(),
           rows_total: z.number().int(),
+          // The gate always writes the next two (and each gold's `alternates`); records written before them still read.
+          /** Rows whose gold is not of the column's type, left out of the audit: the first MAX_ODD_SHOWN, and how many in all. */
+          odd_rows: z
+            .object({ total: z.number().int(), rows: z.array(z.object({ row: z.number().int(), answer: z.string(), type: z.enum(ANSWER_TYPES) }).strict()) })
+            .strict()
+            .optional(),
+          /** Where the golds' wrong values and fresh alternates came from, and how many of each. */
+          alternates: z
+            .object({ source: z.enum(ALTERNATE_SOURCES), dataset: z.number().int(), generated: z.number().int() })
+            .strict()
+            .optional(),
           golds: z.array(
-            z.object({ row: z.number().int(), answer: z.string(), alternate: z.string().nullable(), accepted_formats: z.array(z.string()) }).strict(),
+            z
+              .object({
+                row: z.number().int(),
+                answer: z.string(),
+                alternate: z.string().nullable(),
+                alternates: z.enum(ALTERNATE_SOURCES).optional(),
+                accepted_formats: z.array(z.string()),
+              })
+              .strict(),
           ),
         })
         .strict(),

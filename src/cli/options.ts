@@ -69,7 +69,7 @@ export const SHARED_OPTIONS = {
   answerType: option(
     'answerType',
     '--answer-type <type>',
-    'answer type (default: auto, inferred from the golds)',
+    'answer type (default: auto, read from the whole column of golds)',
     () => z.enum([...ANSWER_TYPES, 'auto']).default('auto'),
     (built) => built.choices([...ANSWER_TYPES, 'auto']).default('auto'),
   ),

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_CHOICES, isNumeric, makeRng } from '../audit/answer-values.js';
+import { readNumber } from '../audit/number-spelling.js';
 import { GatekeptError } from '../errors.js';
 import { type JsonlLine, readJsonlValues, type Row } from '../rows.js';
 import type { LoadedSeed, Seed, TaskKind } from './seed.js';
@@ -20,7 +21,20 @@ export type TaskRow = Row;
 export function answerTypeOf(seed: Seed, rows: readonly { answer: string }[]): AnswerType {
   if (seed.task !== 'qa') return ANSWER_TYPE_OF_TASK[seed.task];
   if (seed.answer_type !== undefined && seed.answer_type !== 'auto') return seed.answer_type;
-  return rows.length > 0 && rows.every((row) => isNumeric(row.answer)) ? 'numeric' : 'string';
+  return rows.length > 0 && rows.every((row) => builtInNumber(row.answer)) ? 'numeric' : 'string';
+}
+
+/**
+ * A number the built-in numeric verifier reads as a gold: a plain decimal,
+ * or thousands grouped by commas. Golds with a currency or percent sign, a
+ * space grouping or an exponent are text to it, so their seed is verified as
+ * text (the gate types them from the column either way).
+ */
+function builtInNumber(answer: string): boolean {
+  const spelling = readNumber(answer);
+  return (
+    spelling !== undefined && !spelling.exponent && spelling.currency === '' && spelling.percent === '' && (spelling.group === '' || spelling.group === ',')
+  );
 }
 
 const ANSWER_TYPE_OF_TASK: Readonly<Record<TaskKind, AnswerType>> = {

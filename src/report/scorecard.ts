@@ -69,6 +69,11 @@ export function formatScorecard(record: AuditRecord): string {
   const goldText = golds.length === 1 ? `gold ${printable(golds[0]!.answer)}` : `${golds.length} of ${record.target.rows_total} dataset rows`;
   const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
   lines.push(`${goldText} (${record.target.answer_type}); accepted formats: ${accepted.length ? accepted.join(', ') : 'none'}`);
+  const odd = record.target.odd_rows;
+  if (odd !== undefined && odd.total > 0) {
+    const shown = odd.rows.map((entry) => `row ${entry.row + 1} ${printable(entry.answer)}`).join(', ');
+    lines.push(`odd rows left out (not ${record.target.answer_type}): ${odd.total}: ${shown}${odd.total > odd.rows.length ? ', ...' : ''}`);
+  }
   lines.push(`corpus ${record.corpus.version} (${record.corpus.hash.slice(0, 12)}), ${record.corpus.candidates} candidates, seed ${record.seed}`);
   lines.push('');
 
