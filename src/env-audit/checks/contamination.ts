@@ -61,7 +61,8 @@ export function checkContamination(
     justification:
       (exact + near === 0
         ? `no matches between ${checked} prompts and ${against.length} questions in ${files.length} file${files.length === 1 ? '' : 's'}`
-        : `${exact} exact and ${near} near match${near === 1 ? '' : 'es'} among ${checked} prompts (${(share * 100).toFixed(1)}%) against ${against.length} questions`) + covered,
+        : `${exact} exact and ${near} near match${near === 1 ? '' : 'es'} among ${checked} prompts (${(share * 100).toFixed(1)}%) against ${against.length} questions`) +
+      covered,
     evidence: {
       rows_cap: cap,
       files: [...files],

@@ -124,7 +124,10 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
     normalized.forEach((_text, row) => {
       const media = rows[row]!.media_hash ?? '';
       let bucket = indexes.get(media);
-      if (!bucket) indexes.set(media, (bucket = { index: new GramIndex(), rows: [] }));
+      if (!bucket) {
+        bucket = { index: new GramIndex(), rows: [] };
+        indexes.set(media, bucket);
+      }
       const grams = withoutBoilerplate(allGrams[row]!, template);
       if (!exactRows.has(row) && grams.size > 0) {
         const { rows: ids } = bucket;
