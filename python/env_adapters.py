@@ -15,6 +15,7 @@ changed since loading raises (`RewardsChanged`).
 
 import copy
 import inspect
+import itertools
 import json
 import time
 import uuid
@@ -26,6 +27,7 @@ from env_common import (
     _code_identity,
     _coerce,
     _describe,
+    _prompt_hashes,
     _same_gold,
     _text_of,
     _token_estimate,
@@ -33,7 +35,33 @@ from env_common import (
 )
 
 ANSWER_FIELDS = ("answer", "solution", "target", "label", "ground_truth", "gold", "expected", "reference")
+# The most rows read from a taskset or dataset: a generated one may never end,
+# and the rows' description must stay a few tens of MB.
 MAX_ROWS = 100000
+
+
+def _read_capped(rows, limit, source, total=None, unbounded=False):
+    """The first `limit` items of the iterable `rows`, and None when that was
+    all of them, else what is known of the rest: the cap, the `source`
+    (taskset or dataset), its own size where it knows it, and whether it
+    declares itself unbounded. One item past the cap is read to tell "exactly
+    `limit`" from "more"."""
+    read = list(itertools.islice(iter(rows), limit + 1))
+    if len(read) <= limit and (total is None or total <= limit):
+        return read, None
+    known = total if total is not None and total > limit else None
+    return read[:limit], {"limit": limit, "source": source, "total": known, "unbounded": bool(unbounded)}
+
+
+def _row_entry(prompt_text, prompt, answer):
+    """A row as the offline checks read it: the prompt's text, the digests of
+    all its parts where some are not text (see `_prompt_hashes`), the answer."""
+    every, media = _prompt_hashes(prompt)
+    entry = {"prompt": prompt_text, "answer": None if answer is None else str(answer)}
+    if every is not None:
+        entry["prompt_hash"] = every
+        entry["media_hash"] = media
+    return entry
 
 
 class V1Env(object):
@@ -41,7 +69,7 @@ class V1Env(object):
 
     kind = "verifiers-v1"
 
-    def __init__(self, module_name, module, env_args):
+    def __init__(self, module_name, module, env_args, max_rows=MAX_ROWS):
         import verifiers
         import verifiers.v1 as vf
         from verifiers.v1.utils.loaders import taskset_class
@@ -56,9 +84,8 @@ class V1Env(object):
             # vf-eval's `--env.taskset.KEY value`: env args are the config's fields.
             config = vf.taskset_config_type(module_name)(**{**env_args, "id": module_name})
             taskset = vf.load_taskset(config)
-            if not taskset.bounded:
-                taskset = taskset.take(MAX_ROWS)
-            self.tasks = list(taskset)
+            # Read lazily up to the cap, bounded or not: a generated taskset may never end.
+            self.tasks, self.rows_cap = _read_capped(taskset, max_rows, "taskset", unbounded=not taskset.bounded)
         except LoadFailure:
             raise
         except BaseException as exc:
@@ -111,7 +138,7 @@ class V1Env(object):
         out = []
         for task in self.tasks:
             answer = getattr(task.data, self.answer_field, None) if self.answer_field else None
-            out.append({"prompt": task.data.prompt_text, "answer": None if answer is None else str(answer)})
+            out.append(_row_entry(task.data.prompt_text, task.data.prompt, answer))
         return out
 
     def reward_config(self):
@@ -223,7 +250,7 @@ class V0Env(object):
 
     kind = "verifiers-v0"
 
-    def __init__(self, module_name, module, env_args):
+    def __init__(self, module_name, module, env_args, max_rows=MAX_ROWS):
         import verifiers as vf
 
         self.vf = vf
@@ -247,7 +274,13 @@ class V0Env(object):
                 break
         if dataset is None:
             raise LoadFailure("dataset", "the environment has no dataset")
-        self.dataset = [dict(row) for row in dataset]
+        try:
+            # A datasets.Dataset knows its size; a streaming (iterable) one or a generator does not.
+            total = len(dataset)
+        except Exception:
+            total = None
+        rows, self.rows_cap = _read_capped(dataset, max_rows, "dataset", total=total)
+        self.dataset = [dict(row) for row in rows]
         self.system_prompt = getattr(self.env, "system_prompt", None)
         self.answer_field = "answer" if any("answer" in row for row in self.dataset) else None
         rubric = getattr(self.env, "rubric", None)
@@ -284,7 +317,8 @@ class V0Env(object):
             if not isinstance(prompt, str):
                 prompt = _text_of(row.get("prompt"))
             answer = row.get(self.answer_field) if self.answer_field else None
-            out.append({"prompt": prompt, "answer": None if answer is None else str(answer)})
+            # The messages the model is sent (`prompt`, formatted from `question` when the dataset had none) hold its images.
+            out.append(_row_entry(prompt, row.get("prompt"), answer))
         return out
 
     def reward_config(self):

@@ -161,7 +161,35 @@ def _under_gold(value, gold, alternate, depth=3):
     return value
 
 
+def _field(item, name):
+    """A field of a message or content part: a dict's key or a model's attribute."""
+    try:
+        return item.get(name) if hasattr(item, "get") else getattr(item, name, None)
+    except Exception:
+        return None
+
+
+def _part_text(part):
+    """The text of a content part that is text ({"type": "text", "text": ...}), else None."""
+    if isinstance(part, str):
+        return part
+    text = _field(part, "text")
+    kind = _field(part, "type")
+    return text if isinstance(text, str) and kind in (None, "text") else None
+
+
+def _content_parts(content):
+    """A message's content as a list of parts: a string is one text part."""
+    if content is None:
+        return []
+    if isinstance(content, (list, tuple)):
+        return list(content)
+    return [content]
+
+
 def _text_of(value):
+    """The text of the user's turns: a string content, or the text parts of a
+    list of parts (images and other parts left out), one message a paragraph."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -169,15 +197,90 @@ def _text_of(value):
     if isinstance(value, (list, tuple)):
         parts = []
         for message in value:
-            try:
-                role = message.get("role") if hasattr(message, "get") else getattr(message, "role", None)
-                content = message.get("content") if hasattr(message, "get") else getattr(message, "content", None)
-            except Exception:
+            if _field(message, "role") not in (None, "user"):
                 continue
-            if role in (None, "user") and isinstance(content, str):
-                parts.append(content)
+            texts = [text for text in map(_part_text, _content_parts(_field(message, "content"))) if text is not None]
+            if texts:
+                parts.append("\n".join(texts))
         return "\n\n".join(parts)
     return str(value)
+
+
+# 128 bits of SHA-256: enough to tell prompts apart, half the size in the rows' JSON.
+_DIGEST_CHARS = 32
+
+
+def _feed(hasher, value, depth=0):
+    """Feed `value` to `hasher` in a canonical form: equal values (a dict's
+    keys in any order, a missing key or one set to None) feed the same bytes,
+    bytes and images by their content. Nothing is kept: an image payload is
+    read into the hash and dropped."""
+    if depth > 32:
+        hasher.update(b"!deep")
+    elif value is None:
+        hasher.update(b"N")
+    elif isinstance(value, bool):
+        hasher.update(b"T" if value else b"F")
+    elif isinstance(value, (int, float)):
+        hasher.update(b"n%r;" % (value,))
+    elif isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        hasher.update(b"s%d:" % len(data))
+        hasher.update(data)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        hasher.update(b"b%d:" % len(data))
+        hasher.update(data)
+    elif isinstance(value, dict):
+        items = sorted(((str(key), inner) for key, inner in value.items() if inner is not None), key=lambda item: item[0])
+        hasher.update(b"d%d:" % len(items))
+        for key, inner in items:
+            _feed(hasher, key, depth + 1)
+            _feed(hasher, inner, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        hasher.update(b"l%d:" % len(value))
+        for inner in value:
+            _feed(hasher, inner, depth + 1)
+    elif callable(getattr(value, "model_dump", None)):
+        # A pydantic message or content part (verifiers 0.4 types them).
+        _feed(hasher, value.model_dump(), depth + 1)
+    elif callable(getattr(value, "tobytes", None)) and (hasattr(value, "mode") or hasattr(value, "dtype")):
+        # A PIL image or an array (an image column a datasets row decodes): its pixels, shape and mode.
+        shape = getattr(value, "size", None) if hasattr(value, "mode") else getattr(value, "shape", None)
+        _feed(hasher, [type(value).__name__, str(getattr(value, "mode", getattr(value, "dtype", ""))), repr(shape)], depth + 1)
+        _feed(hasher, value.tobytes(), depth + 1)
+    else:
+        _feed(hasher, "%s:%s" % (type(value).__name__, value), depth + 1)
+
+
+def _prompt_hashes(prompt):
+    """(every part, the parts that are not text) of a prompt as two digests,
+    or (None, None) when every part is text, whose text tells it apart. Each
+    message's role and each content part (text, image, audio, any other) go
+    in, in order, so prompts differing only in an image differ here, and
+    prompts alike in text and image bytes are alike."""
+    if prompt is None or isinstance(prompt, str):
+        return None, None
+    import hashlib
+
+    every, media = hashlib.sha256(), hashlib.sha256()
+    others = 0
+    messages = list(prompt) if isinstance(prompt, (list, tuple)) else [prompt]
+    for message in messages:
+        _feed(every, "role:%s" % _field(message, "role"))
+        for part in _content_parts(_field(message, "content")):
+            text = _part_text(part)
+            if text is not None:
+                _feed(every, "text")
+                _feed(every, text)
+            else:
+                others += 1
+                _feed(every, "part")
+                _feed(every, part)
+                _feed(media, part)
+    if others == 0:
+        return None, None
+    return every.hexdigest()[:_DIGEST_CHARS], media.hexdigest()[:_DIGEST_CHARS]
 
 
 def _coerce(answer, like):

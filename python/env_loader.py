@@ -5,8 +5,10 @@ Used two ways by `gatekept audit --env`:
     env_loader.py inspect SPEC OUT.json
         Load the environment (a package directory or an installed module name)
         and write what the offline checks need: the library and kind, the
-        rows (prompt, answer), the reward functions and weights, and every
-        problem found while loading. Exit 0 whenever OUT.json was written.
+        rows (prompt text, digests of a prompt's images and other parts,
+        answer; the first MAX_ROWS, and whether there were more), the reward
+        functions and weights, and every problem found while loading. Exit 0
+        whenever OUT.json was written.
 
     env_shim.py (a verifier for the gate) imports `open_env` and calls
         `Env.score(row, answer, text, reward)` for each candidate.
@@ -21,7 +23,7 @@ import os
 import sys
 import traceback
 
-from env_adapters import V0Env, V1Env
+from env_adapters import MAX_ROWS, V0Env, V1Env
 from env_common import LoadFailure, _describe
 
 # Named here too: callers of open_env catch `env_loader.RewardsChanged` around a scoring call.
@@ -101,14 +103,17 @@ def _import(module_name, directory):
 def load_options(raw=None):
     """The load settings: `env_args` (keyword arguments for the loader),
     `datasets` (name -> local file), `hf_datasets_cache` and `hf_hub_cache`
-    (the user's cache directories, read-only)."""
+    (the user's cache directories, read-only), and `max_rows`, the most rows
+    read (MAX_ROWS unless gatekept's own tests lower it)."""
     if raw is None:
         raw = _LOAD_CONFIG
+    max_rows = raw.get("max_rows")
     return {
         "env_args": dict(raw.get("env_args") or {}),
         "datasets": dict(raw.get("datasets") or {}),
         "hf_datasets_cache": raw.get("hf_datasets_cache"),
         "hf_hub_cache": raw.get("hf_hub_cache"),
+        "max_rows": max_rows if isinstance(max_rows, int) and not isinstance(max_rows, bool) and max_rows >= 1 else MAX_ROWS,
     }
 
 
@@ -199,7 +204,7 @@ def open_env(spec, load=None):
             import verifiers  # noqa: F401
         except ImportError as exc:
             raise LoadFailure("import", "verifiers is not installed: %s" % _describe(exc), "verifiers") from exc
-        return V0Env(module_name, module, load["env_args"]), module
+        return V0Env(module_name, module, load["env_args"], load["max_rows"]), module
     try:
         import verifiers.v1  # noqa: F401
     except ImportError:
@@ -207,7 +212,7 @@ def open_env(spec, load=None):
             "exports",
             "%s defines no load_environment() and verifiers 0.4 (verifiers.v1) is not installed" % module_name,
         ) from None
-    return V1Env(module_name, module, load["env_args"]), module
+    return V1Env(module_name, module, load["env_args"], load["max_rows"]), module
 
 
 def kind_hint(spec):
@@ -275,6 +280,8 @@ def inspect_env(spec):
         "answer_field": env.answer_field,
         "system_prompt": env.system_prompt if isinstance(env.system_prompt, str) else None,
         "rows": rows,
+        # Set when reading stopped at the cap: the rows are the first `limit` of more.
+        "rows_cap": env.rows_cap,
         "rewards": env.rewards,
     }
 

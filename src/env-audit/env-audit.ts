@@ -16,6 +16,7 @@ import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
 import { openEnvGates, type EnvGateRow, type EnvGates } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
+import { capRecord } from './rows-cap.js';
 import {
   decisionFor,
   ENV_AUDIT_SCHEMA,
@@ -69,6 +70,8 @@ export interface EnvAuditOptions {
   /** A Hugging Face cache directory read offline and read-only (default: the user's, when there is one; null: none). */
   hfCache?: string | null;
   onProgress?: (done: number, total: number) => void;
+  /** @internal The most rows the loader reads (default 100,000): gatekept's tests lower it. */
+  maxRows?: number;
   /** Called as each phase starts (loading, gating the total, gating each reward), for a progress display. */
   onPhase?: (phase: string) => void;
 }
@@ -335,6 +338,7 @@ export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> 
     datasets: { ...(options.datasets ?? {}) },
     hf:
       options.hfCache === null ? { datasets: null, hub: null } : options.hfCache === undefined ? userHfCache() : hfCacheAt(path.resolve(cwd, options.hfCache)),
+    ...(options.maxRows !== undefined ? { maxRows: options.maxRows } : {}),
   };
   for (const [name, file] of Object.entries(load.datasets)) load.datasets[name] = path.resolve(cwd, file);
 
@@ -366,11 +370,12 @@ export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> 
     ];
   } else {
     // 3. The rows, offline.
-    const datasetHealth = checkDatasetHealth(inspected.rows, options.answerType ?? 'auto');
+    const datasetHealth = checkDatasetHealth(inspected.rows, options.answerType ?? 'auto', inspected.rows_cap ?? null);
     const contamination = checkContamination(
       inspected.rows.map((row) => row.prompt),
       against,
       againstFiles,
+      inspected.rows_cap ?? null,
     );
     // 4. The gate, through the environment's own scoring path.
     const gated = await auditRewards(options, inspected, spec, policy, pythonpath, load);
@@ -401,6 +406,7 @@ export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> 
       path: dir,
       rows_total: inspected.ok ? inspected.rows.length : 0,
       rows_audited: total?.target.rows_audited ?? 0,
+      rows_cap: capRecord(inspected.ok ? (inspected.rows_cap ?? null) : null),
     },
     checks,
     rewards,

@@ -24,6 +24,11 @@ export interface EnvLoad {
   /** Dataset name (as passed to `datasets.load_dataset`) -> absolute path of a local file. */
   datasets: Record<string, string>;
   hf: HfCacheDirs;
+  /**
+   * The most rows the loader reads (its own default, 100,000, when unset).
+   * Internal: gatekept's tests lower it to audit a taskset larger than the cap cheaply.
+   */
+  maxRows?: number;
 }
 
 /** The suffixes `datasets` reads a local file by: the loader picks the builder from it. */
@@ -128,5 +133,11 @@ export function readablePaths(load: EnvLoad): string[] {
 
 /** What python/env_loader.py reads (see its `load_options`). */
 export function loaderConfig(load: EnvLoad): Record<string, unknown> {
-  return { env_args: load.envArgs, datasets: load.datasets, hf_datasets_cache: load.hf.datasets, hf_hub_cache: load.hf.hub };
+  return {
+    env_args: load.envArgs,
+    datasets: load.datasets,
+    hf_datasets_cache: load.hf.datasets,
+    hf_hub_cache: load.hf.hub,
+    ...(load.maxRows !== undefined ? { max_rows: load.maxRows } : {}),
+  };
 }

@@ -12,6 +12,7 @@ import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../run
 import { makeWorkDir } from '../runtime/stale-dirs.js';
 import { loaderConfig, readablePaths, type EnvLoad } from './env-load.js';
 import { LOAD_TIMEOUT_STAGE } from './record.js';
+import { rowsCapSchema } from './rows-cap.js';
 
 /**
  * Load an environment once, outside the gate, and read what the offline
@@ -51,7 +52,19 @@ const inspectedSchema = z.discriminatedUnion('ok', [
     module_file: z.string().nullable(),
     answer_field: z.string().nullable(),
     system_prompt: z.string().nullable(),
-    rows: z.array(z.object({ prompt: z.string().nullable(), answer: z.string().nullable() })),
+    rows: z.array(
+      z.object({
+        /** The prompt's text: its user turns' strings and text parts. */
+        prompt: z.string().nullable(),
+        answer: z.string().nullable(),
+        /** Only where the prompt has parts that are not text (images, audio): a digest of every part in order... */
+        prompt_hash: z.string().optional(),
+        /** ...and of those other parts alone. */
+        media_hash: z.string().optional(),
+      }),
+    ),
+    /** Set when the loader stopped reading at its cap: the rows are the first `limit` of more. */
+    rows_cap: rowsCapSchema.nullable().optional(),
     rewards: z.array(rewardSchema),
   }),
   z.object({

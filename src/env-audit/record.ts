@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import type { AuditRecord } from '../audit/record.js';
+import type { RowsCap } from './rows-cap.js';
 
 /**
  * The environment audit record (`gatekept.env-audit/v1`): one entry per
@@ -68,7 +69,16 @@ export interface EnvAuditRecord {
   decision: EnvDecision;
   /** 0-10, weighted over the checks that ran. */
   score: number;
-  env: { id: string; kind: EnvKind | null; path: string | null; rows_total: number; rows_audited: number };
+  env: {
+    id: string;
+    kind: EnvKind | null;
+    path: string | null;
+    /** The rows read: every row, unless `rows_cap` says the loader stopped at its cap. */
+    rows_total: number;
+    rows_audited: number;
+    /** Set when the loader stopped reading at its cap (the taskset or dataset has more, or never ends), with the sentence that says so. */
+    rows_cap: (RowsCap & { note: string }) | null;
+  };
   checks: CheckResult[];
   /** Every reward function, each gated on its own where it can be (reported, not gated on). */
   rewards: EnvRewardEntry[];

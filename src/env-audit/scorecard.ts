@@ -34,7 +34,9 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
   const lines: string[] = [];
   const kind = record.env.kind ?? 'unknown kind';
   lines.push(`gatekept audit --env: ${record.env.id} (${kind})${record.env.path ? ` at ${record.env.path}` : ''}`);
-  lines.push(`${record.env.rows_total} rows, ${record.env.rows_audited} gated; seed ${record.seed}`);
+  // A loader that stopped at its cap read only the first rows: the line says so before any count.
+  const cap = record.env.rows_cap ?? null;
+  lines.push(`${cap ? cap.note : `${record.env.rows_total} rows`}; ${record.env.rows_audited} gated; seed ${record.seed}`);
   lines.push('');
   const width = Math.max(...record.checks.map((check) => LABELS[check.name]!.length), 5);
   lines.push(`${pad('check', width)}  status   score  justification`);

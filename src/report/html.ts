@@ -441,7 +441,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
       `gatekept environment audit · ${env.kind}`,
       env.id,
       envDecisionSentence(record),
-      `<p class="small muted">score ${fixed(record.score, 1)}/10 · ${env.rows_audited} of ${env.rows_total} rows audited${env.path ? ` · ${esc(env.path)}` : ''}</p>`,
+      `<p class="small muted">score ${fixed(record.score, 1)}/10 · ${env.rows_audited} of ${env.rows_total} rows audited${env.rows_cap ? ` (${esc(env.rows_cap.note)})` : ''}${env.path ? ` · ${esc(env.path)}` : ''}</p>`,
     ),
     checksTable(record),
   ];

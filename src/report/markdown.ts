@@ -267,7 +267,7 @@ function envPage(record: ReportEnvAudit): string[] {
     '',
     `**${cell(envDecisionSentence(record))}**`,
     '',
-    `Score ${fixed(record.score, 1)}/10 over the checks that ran; ${env.rows_audited} of ${env.rows_total} rows audited.`,
+    `Score ${fixed(record.score, 1)}/10 over the checks that ran; ${env.rows_audited} of ${env.rows_total} rows audited${env.rows_cap ? ` (${cell(env.rows_cap.note)})` : ''}.`,
     '',
     ...table(
       ['check', 'status', 'score', 'justification'],

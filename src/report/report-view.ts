@@ -89,7 +89,15 @@ export interface ReportEnvAudit {
   /** INCOMPLETE: a check could not run and none failed (no verdict). */
   decision: 'PASS' | 'REJECT' | 'INCOMPLETE';
   score: number;
-  env: { id: string; kind: string; path: string | null; rows_total: number; rows_audited: number };
+  env: {
+    id: string;
+    kind: string;
+    path: string | null;
+    rows_total: number;
+    rows_audited: number;
+    /** Set when the loader stopped reading at its cap (absent in records written before it was). */
+    rows_cap?: { note: string } | null;
+  };
   checks: {
     name: string;
     status: 'PASS' | 'WARN' | 'FAIL' | 'N/A' | 'NOT_RUN';

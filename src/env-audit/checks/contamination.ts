@@ -1,6 +1,7 @@
 import type { AgainstRow } from '../input-files.js';
 import { boilerplateGrams, charGrams, GramIndex, normalizeText, withoutBoilerplate } from '../text-grams.js';
 import { clampScore, notApplicable, statusFor, type CheckResult } from '../record.js';
+import { capSentence, type RowsCap } from '../rows-cap.js';
 
 /**
  * Contamination: the environment's prompts against local question files.
@@ -15,7 +16,16 @@ const NEAR_MATCH = 0.6;
 const FAIL_SHARE = 0.05;
 const MAX_PAIRS = 20;
 
-export function checkContamination(prompts: readonly (string | null)[], against: readonly AgainstRow[] | null, files: readonly string[] = []): CheckResult {
+/**
+ * `prompts`: the text of each prompt (a prompt of an image alone has none
+ * and is not checked); `cap`: where the loader stopped reading, if it did.
+ */
+export function checkContamination(
+  prompts: readonly (string | null)[],
+  against: readonly AgainstRow[] | null,
+  files: readonly string[] = [],
+  cap: RowsCap | null = null,
+): CheckResult {
   if (against === null) return notApplicable('contamination', 'not checked: no --against file given');
   const index = new GramIndex();
   const normalizedPrompts = prompts.map((prompt) => normalizeText(prompt ?? ''));
@@ -43,15 +53,18 @@ export function checkContamination(prompts: readonly (string | null)[], against:
   const share = checked === 0 ? 0 : (exact + near) / checked;
   const failed = exact > 0 || share >= FAIL_SHARE;
   const score = clampScore(10 * (1 - share) - (exact > 0 ? 3 : 0));
+  const covered = cap === null ? '' : ` (${capSentence(cap)}; these are its prompts)`;
   return {
     name: 'contamination',
     status: statusFor(score, failed),
     score,
     justification:
-      exact + near === 0
+      (exact + near === 0
         ? `no matches between ${checked} prompts and ${against.length} questions in ${files.length} file${files.length === 1 ? '' : 's'}`
-        : `${exact} exact and ${near} near match${near === 1 ? '' : 'es'} among ${checked} prompts (${(share * 100).toFixed(1)}%) against ${against.length} questions`,
+        : `${exact} exact and ${near} near match${near === 1 ? '' : 'es'} among ${checked} prompts (${(share * 100).toFixed(1)}%) against ${against.length} questions`) +
+      covered,
     evidence: {
+      rows_cap: cap,
       files: [...files],
       prompts_checked: checked,
       questions: against.length,

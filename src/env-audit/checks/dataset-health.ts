@@ -2,17 +2,36 @@ import { detectAnswerType, isNumeric } from '../../audit/answer-values.js';
 import type { AnswerType } from '../../types.js';
 import { boilerplateGrams, charGrams, GramIndex, normalizeText, withoutBoilerplate } from '../text-grams.js';
 import { clampScore, statusFor, type CheckResult } from '../record.js';
+import { capSentence, type RowsCap } from '../rows-cap.js';
 
 /**
  * Dataset health: duplicate and near-duplicate prompts, answers that do not
  * parse as the inferred type, label skew for multiple choice and booleans,
  * and prompts that already state their answer. A pure function of the rows.
  * `pack` checks the data it builds with its own rules (src/pack/check-dataset.ts).
+ *
+ * A prompt is all its parts: where it has parts that are not text (an image,
+ * audio), two rows are duplicates only when every part is the same, in order
+ * (`prompt_hash`), and near-duplicates only when those other parts are the
+ * same (`media_hash`) and their texts nearly so. The text-based rules (leaked
+ * answers, the n-grams) read the text parts.
  */
 
 export interface HealthRow {
+  /** The prompt's text. */
   prompt: string | null;
   answer: string | null;
+  /** A digest of every part of the prompt, in order; only where some part is not text. */
+  prompt_hash?: string | null | undefined;
+  /** A digest of the parts that are not text, in order; only where there are some. */
+  media_hash?: string | null | undefined;
+}
+
+/** What makes two prompts the same: every part where some are not text, else the text. */
+function promptKey(row: HealthRow): string | null {
+  if (row.prompt_hash) return `parts:${row.prompt_hash}`;
+  const text = (row.prompt ?? '').trim();
+  return text === '' ? null : `text:${text}`;
 }
 
 /** Prompts sharing this much of their character 8-grams are near-duplicates. */
@@ -74,38 +93,49 @@ function inferAnswerType(answers: readonly string[]): AnswerType {
   return bestCount >= answers.length * 0.8 ? best : 'string';
 }
 
-export function checkDatasetHealth(rows: readonly HealthRow[], answerType: AnswerType | 'auto' = 'auto'): CheckResult {
+/**
+ * `cap`: where the loader stopped reading (null when it read every row);
+ * every count is then over the rows read, and the justification says so.
+ */
+export function checkDatasetHealth(rows: readonly HealthRow[], answerType: AnswerType | 'auto' = 'auto', cap: RowsCap | null = null): CheckResult {
   const total = rows.length;
   const answers = rows.map((row) => (row.answer ?? '').trim());
   const present = answers.filter((answer) => answer !== '');
   const type = answerType === 'auto' ? inferAnswerType(present) : answerType;
 
-  // Exact duplicates: the same prompt text (rows after the first count).
-  const exact = groupRows(rows, (row) => (row.prompt ?? '').trim() || null)
+  // Exact duplicates: the same prompt, every part of it (rows after the first count).
+  const keys = rows.map(promptKey);
+  const exact = groupRows(keys, (key) => key)
     .flatMap(([first, ...others]) => others.map((row) => ({ row, first: first!, prompt: (rows[row]!.prompt ?? '').trim() })))
     .sort((a, b) => a.row - b.row);
   const normalized = rows.map((row) => normalizeText(row.prompt ?? ''));
   const exactRows = new Set(exact.map((pair) => pair.row));
 
-  // Near duplicates: different text, (almost) the same normalised content.
+  // Near duplicates: different text, (almost) the same normalised content,
+  // and the same images and other parts: each set of those is searched on
+  // its own, so prompts that differ in an image are never compared.
   const near: { row: number; other: number; overlap: number }[] = [];
   let nearSkipped = false;
   if (total <= NEAR_DUPLICATE_MAX_ROWS) {
-    const index = new GramIndex();
+    const indexes = new Map<string, { index: GramIndex; rows: number[] }>();
     const allGrams = normalized.map((text) => charGrams(text));
     // Rows of one template differ only in what fills it: the template is no evidence of a duplicate.
     const template = boilerplateGrams(allGrams.filter((grams) => grams.size > 0));
     normalized.forEach((_text, row) => {
+      const media = rows[row]!.media_hash ?? '';
+      let bucket = indexes.get(media);
+      if (!bucket) {
+        bucket = { index: new GramIndex(), rows: [] };
+        indexes.set(media, bucket);
+      }
       const grams = withoutBoilerplate(allGrams[row]!, template);
       if (!exactRows.has(row) && grams.size > 0) {
-        const match = index.matches(
-          grams,
-          NEAR_DUPLICATE,
-          (id) => normalized[id] === '' || (rows[id]!.prompt ?? '').trim() === (rows[row]!.prompt ?? '').trim(),
-        )[0];
-        if (match) near.push({ row, other: match.id, overlap: match.overlap });
+        const { rows: ids } = bucket;
+        const match = bucket.index.matches(grams, NEAR_DUPLICATE, (id) => normalized[ids[id]!] === '' || keys[ids[id]!] === keys[row])[0];
+        if (match) near.push({ row, other: ids[match.id]!, overlap: match.overlap });
       }
-      index.add(exactRows.has(row) ? new Set() : grams);
+      bucket.index.add(exactRows.has(row) ? new Set() : grams);
+      bucket.rows.push(row);
     });
   } else {
     nearSkipped = true;
@@ -153,14 +183,17 @@ export function checkDatasetHealth(rows: readonly HealthRow[], answerType: Answe
   const score = clampScore(10 - 3 * failures.length - 1.5 * problems.length);
   const status = statusFor(score, failures.length > 0);
   const listed = [...failures, ...problems];
+  // Counted over the rows read: where the loader stopped at its cap, the justification says these are the first ones.
+  const covered = cap === null ? `${total} rows` : `${capSentence(cap)}; dataset health covers those rows`;
   return {
     name: 'dataset_health',
     status,
     score,
     justification:
-      listed.length === 0 ? `${total} rows: no duplicates, every answer parses as ${type}, no skew, no leaked answers` : `${total} rows: ${listed.join('; ')}`,
+      listed.length === 0 ? `${covered}: no duplicates, every answer parses as ${type}, no skew, no leaked answers` : `${covered}: ${listed.join('; ')}`,
     evidence: {
       rows: total,
+      rows_cap: cap,
       answer_type: type,
       empty_answers: empty.slice(0, MAX_EXAMPLES),
       empty_answers_total: empty.length,

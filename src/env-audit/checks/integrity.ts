@@ -34,7 +34,8 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
   const warnings: string[] = [];
   const rows = inspected.rows;
   const emptyAnswers = rows.filter((row) => row.answer === null || row.answer.trim() === '').length;
-  const emptyPrompts = rows.filter((row) => row.prompt === null || row.prompt.trim() === '').length;
+  // A prompt of an image alone has no text and is not empty: it has parts that are not text (prompt_hash).
+  const emptyPrompts = rows.filter((row) => (row.prompt === null || row.prompt.trim() === '') && !row.prompt_hash).length;
   if (rows.length === 0) failures.push('the dataset has no rows');
   if (inspected.answer_field === null) failures.push('the rows carry no answer field');
   else if (rows.length > 0 && emptyAnswers === rows.length) failures.push('every answer is empty');
@@ -62,7 +63,7 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
       ? `loads, but ${failures.join('; ')}`
       : warnings.length > 0
         ? `loads offline as a ${kindText}; ${warnings.join('; ')}`
-        : `loads offline as a ${kindText}; ${rows.length} rows with prompts and answers; ${rewards.length} callable reward${rewards.length === 1 ? '' : 's'} with finite weights`;
+        : `loads offline as a ${kindText}; ${inspected.rows_cap ? `the first ${rows.length} rows read` : `${rows.length} rows`} with prompts and answers; ${rewards.length} callable reward${rewards.length === 1 ? '' : 's'} with finite weights`;
   return {
     name: 'integrity',
     status: statusFor(score, failures.length > 0),
@@ -75,6 +76,7 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
       module: inspected.module,
       answer_field: inspected.answer_field,
       rows: rows.length,
+      rows_cap: inspected.rows_cap ?? null,
       empty_answers: emptyAnswers,
       empty_prompts: emptyPrompts,
       rewards: rewards.map((reward) => ({ name: reward.name, weight: reward.weight, callable: reward.callable })),
