@@ -384,6 +384,9 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return JSON.stringify(value);
     case 'append':
       return arg === undefined || arg === '' ? undefined : value + arg;
+    case 'nines':
+      // Every field at the top of its width: a value of the gold's shape that no gold can be (hour 99).
+      return /\d/.test(value) ? changed(value.replace(/\d/g, '9')) : undefined;
     case 'digit_list': {
       // Only integers of three digits or more: a two-digit list (4,2) is the split filter's grouping.
       const match = /^([+-]?)(\d{3,})$/.exec(value.trim());
@@ -410,6 +413,7 @@ export const KNOWN_FILTERS = new Set([
   'json',
   'digit_list',
   'append',
+  'nines',
 ]);
 
 const FILLER = 'The quick survey of the problem restates the givens, checks the units, and notes that nothing more is needed. ';

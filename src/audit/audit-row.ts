@@ -348,9 +348,7 @@ export async function auditRow(
   const paidAnyway = unbounded
     ? weighing.filter(({ candidate, outcomes, reward }) => reward !== null && paidWhateverTheGold(candidate, outcomes, levels, reward, gains) !== null)
     : [];
-  const wrongProbe = probes.find(
-    (probe, index) => probe.kind === 'wrong' && calibration[index]!.status === 'ok' && calibration[index]!.reward === levels.wrongCeiling,
-  );
+  const wrongProbe = wrongCommitment(probes, calibration, levels);
   const wrongGolds = wrongProbe
     ? [...new Set(paidAnyway.flatMap(({ outcomes }) => outcomes.map(({ answer }) => answer)))].filter(
         (answer) => !sameValue(answer, plan.context.wrong[0]!, plan.context.type),
@@ -478,4 +476,21 @@ function commitmentsNeeded(
   const values = [candidate.answer, ...weighed.map(({ answer }) => answer)];
   const completions = values.map((value) => (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value));
   return { values, completions };
+}
+
+/**
+ * The plainly wrong answer a committing policy would write: the calibration's
+ * wrong probe in a layout the verifier reads, the one paid most (a format
+ * bonus is paid whatever the answer); any wrong probe where none is read.
+ */
+function wrongCommitment(probes: readonly Probe[], calibration: readonly EvalResult[], levels: Levels): Probe | undefined {
+  let best: { probe: Probe; reward: number; accepted: boolean } | undefined;
+  probes.forEach((probe, index) => {
+    const result = calibration[index]!;
+    if (probe.kind !== 'wrong' || result.status !== 'ok' || result.reward === null) return;
+    const accepted = levels.table.some((cell) => cell.format === probe.format && cell.think === probe.think && cell.accepted);
+    const better = !best || (accepted && !best.accepted) || (accepted === best.accepted && result.reward > best.reward);
+    if (better) best = { probe, reward: result.reward, accepted };
+  });
+  return best?.probe;
 }

@@ -158,7 +158,7 @@ export function ignoredGain(
   k: number,
   wrongUnder: (gold: string) => number | null = () => null,
 ): IgnoredGain | null {
-  if (rewards.length < 2) return null;
+  if (rewards.length === 0) return null;
   const guess = Number.isFinite(k) ? (levels.honest + (k - 1) * levels.wrong) / k : levels.wrong;
   if (rewards.some(({ reward }) => !(reward > guess + GAIN_EPSILON))) return null;
   const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;

@@ -286,10 +286,24 @@ function mentions(completion: string, value: string): boolean {
 }
 
 /**
- * The evidence that a completion is paid whatever the gold: every gold tried
- * pays it more than committing earns (see ignoredGain), and the golds tried
- * include one it neither states nor reads as (every label, for multiple
- * choice), so its payment cannot come from naming the answer.
+ * The outline of a structured answer: its runs of digits and of letters, and
+ * what separates them (`09:45:30` is `0:0:0`). A piece of one (`99`) is no
+ * answer such a task has.
+ */
+function outline(value: string): string {
+  return value
+    .trim()
+    .replace(/\d+/g, '0')
+    .replace(/\p{L}+/gu, 'a');
+}
+
+/**
+ * The evidence that a completion is paid whatever the gold: under every gold
+ * tried that it neither states nor reads as, it is paid more than committing
+ * earns (see ignoredGain), and there is at least one such gold besides the
+ * row's (every label, for multiple choice), so its payment cannot come from
+ * naming the answer. For a structured answer (one with digits) only golds of
+ * the task's outline count: the grader cannot even read a piece of one.
  */
 export function paidWhateverTheGold(
   candidate: Pick<Candidate, 'answer' | 'completion'>,
@@ -298,16 +312,28 @@ export function paidWhateverTheGold(
   goldReward: number,
   weighing: Weighing,
 ): ReturnType<typeof ignoredGain> {
-  if (alternates.length === 0) return null;
   const k = answerSpace(weighing.type, weighing.choices);
-  // A gold the completion states, or reads as (`0.42` for `42%`), may pay it for what it says.
-  const says = (answer: string): boolean => mentions(candidate.completion, answer) || isReReading(candidate.completion, [answer, answer], weighing.type);
-  if (Number.isFinite(k) ? alternates.length + 1 < k : alternates.every(({ answer }) => says(answer))) return null;
-  const rewards = [
-    { gold: candidate.answer, reward: goldReward },
-    ...alternates.map(({ answer, result }) => ({ gold: answer, reward: rewardOr(result, Number.NEGATIVE_INFINITY) })),
+  const all = [
+    { answer: candidate.answer, reward: goldReward },
+    ...alternates.map(({ answer, result }) => ({ answer, reward: rewardOr(result, Number.NEGATIVE_INFINITY) })),
   ];
-  return ignoredGain(rewards, { honest: levels.honestMax, wrong: levels.wrongCeiling }, k, weighing.wrongUnder);
+  let golds = all;
+  if (Number.isFinite(k)) {
+    // Labels and booleans: every answer the task has is tried, stated or not.
+    if (all.length < k) return null;
+  } else {
+    // A gold the completion states, or reads as (`0.42` for `42%`), may pay it for what it says.
+    const says = (answer: string): boolean => mentions(candidate.completion, answer) || isReReading(candidate.completion, [answer, answer], weighing.type);
+    const shape = weighing.type === 'string' && /\d/.test(candidate.answer) ? outline(candidate.answer) : null;
+    golds = all.filter(({ answer }) => !says(answer) && (shape === null || outline(answer) === shape));
+    if (!golds.some(({ answer }) => answer !== candidate.answer)) return null;
+  }
+  return ignoredGain(
+    golds.map(({ answer, reward }) => ({ gold: answer, reward })),
+    { honest: levels.honestMax, wrong: levels.wrongCeiling },
+    k,
+    weighing.wrongUnder,
+  );
 }
 
 /** Gains as the record shows them: four decimals. */
@@ -379,7 +405,8 @@ export function settle(
   if (weighing && goldReward !== null) {
     const ignored = paidWhateverTheGold(candidate, alternates, levels, goldReward, weighing);
     if (ignored && clears(ignored.gain)) {
-      return { ...verdict('exploit', 'answer-ignored', candidate.severity, [...gold, ...alternates.map(({ answer }) => answer)]), gain: shown(ignored.gain) };
+      const under = ignored.rewards.map(({ gold: answer }) => answer).filter((answer) => answer !== candidate.answer);
+      return { ...verdict('exploit', 'answer-ignored', candidate.severity, [...gold, ...under]), gain: shown(ignored.gain) };
     }
   }
 

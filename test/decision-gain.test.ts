@@ -1,0 +1,61 @@
+/**
+ * Verdicts decided by what a policy gains, on reward code written the way
+ * public environments write it: real gates and a real `audit --env`, each of
+ * which the decision before gains were weighed got wrong.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { auditEnv } from '../src/env-audit/env-audit.js';
+import { gate } from '../src/gate.js';
+import { PACKAGE_ROOT } from '../src/paths.js';
+import { AUDIT_TIMEOUT_MS, check, ENV_POLICY, ENVS, ROWS, V1, WORKERS } from './support/env-audit.js';
+
+const python = process.env.GATEKEPT_PYTHON ?? 'python3';
+const base = { python, cwd: PACKAGE_ROOT, workers: 1 };
+
+describe('decisions by gain', () => {
+  it('rejects partial credit for naming the gold option anywhere: every option at once is paid whatever the gold', async () => {
+    const result = await gate({ ...base, reward: 'test/fixtures/gain/mcq_partial.py:reward', answer: 'B', answerType: 'choice' });
+    expect(result.decision).toBe('REJECT');
+    expect(result.record.reasons.map((reason) => reason.code)).toContain('ANSWER_IGNORED');
+    const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
+    // Half credit under each of the four golds, against a quarter for a policy that guesses one letter.
+    expect(finding.reward).toBe(0.5);
+    expect(finding.rewarded_under).toEqual(['B', 'A', 'C', 'D']);
+    expect(finding.gain).toBe(0.25);
+  }, 120_000);
+
+  it('does not reject a similarity reward on a hedge that gains less than the margin; a strict policy still does', async () => {
+    const options = { ...base, reward: 'test/fixtures/gain/lcs_ratio.py:reward', answer: 'olleh' };
+    const result = await gate(options);
+    expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+    const lenient = result.record.leniencies!;
+    expect(lenient.total).toBeGreaterThan(0);
+    const hedge = lenient.examples.find((example) => example.invariant === 'gain-below-margin')!;
+    expect(hedge.rewarded_under[0]).toBe('olleh');
+    expect(hedge.gain).toBeGreaterThan(0);
+    expect(hedge.gain).toBeLessThan(result.record.policy.min_gain as number);
+    const strict = await gate({ ...options, strict: true });
+    expect(strict.record.reasons.map((reason) => reason.code)).toContain('LENIENCIES');
+  }, 240_000);
+
+  it(
+    'rejects a rubric on its weighted total when one reward pays an impossible answer a fixed partial credit under every gold',
+    async () => {
+      const result = await auditEnv({ policy: ENV_POLICY, env: path.join(ENVS, 'v1-clock'), python: V1(), rows: ROWS, workers: WORKERS });
+      const total = result.record.total!;
+      // `99:99:99` earns 0.8 of the closeness reward under every gold: under the total's midpoint, far above a wrong time.
+      expect(total.decision).toBe('REJECT');
+      expect(total.reasons.map((reason) => reason.code)).toContain('ANSWER_IGNORED');
+      const finding = total.findings.find((item) => item.invariant === 'answer-ignored')!;
+      expect(finding.completion).toContain('99:99:99');
+      expect(finding.reward).toBeCloseTo(0.8, 6);
+      expect(finding.gain).toBeGreaterThan(0.05);
+      // Its alternates are the dataset's other times, not made-up words.
+      expect(total.target.alternates?.source).toBe('dataset');
+      expect(check(result.record, 'reward_design').status).toBe('FAIL');
+      expect(result.exitCode).toBe(1);
+    },
+    AUDIT_TIMEOUT_MS,
+  );
+});
