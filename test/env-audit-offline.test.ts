@@ -21,7 +21,7 @@ import { auditEnv } from '../src/env-audit/env-audit.js';
 import { hfCacheAt, parseDatasetFiles, parseEnvArgs, userHfCache } from '../src/env-audit/env-load.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
 import { BIN, cliInProcess } from './support/cli.js';
-import { AUDIT_TIMEOUT_MS, check, ENV_POLICY as POLICY, ENVS, EXPLOIT_CODES, ROWS, V0, WORKERS } from './support/env-audit.js';
+import { AUDIT_TIMEOUT_MS, check, ENV_POLICY as POLICY, ENVS, ROWS, V0, WORKERS } from './support/env-audit.js';
 
 const SAMPLE = path.join(ENVS, 'gsm8k-sample');
 /** The same policy for the command line. */
@@ -166,17 +166,18 @@ describe("the public environments' shapes: classic gsm8k", () => {
       // Its environment starts worker processes twice: datasets'
       // .map(num_proc=), whose multiprocessing manager listens on a unix socket
       // of its own, while loading, and math-verify's process pool while
-      // scoring. Both run in the sandbox: the environment loads, its reward is
-      // gated, and only what the attacks found decides (MathRubric's
-      // math-verify reads `72%` as 72 and as 0.72).
+      // scoring. Both run in the sandbox: the environment loads and its reward
+      // is gated. MathRubric's math-verify reads `72%` as 72 and as 0.72, a
+      // re-reading of one stated quantity: recorded as a leniency, and the
+      // ecosystem's standard math reward passes.
       expect(check(result.record, 'integrity').status).toBe('PASS');
       expect(result.record.env.rows_total).toBe(6);
       expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
-      expect(check(result.record, 'reward_design').status).not.toBe('NOT_RUN');
+      expect(check(result.record, 'reward_design').status).toBe('PASS');
       const total = result.record.total!;
-      expect(total).not.toBeNull();
-      expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
-      expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
+      expect(total.decision, JSON.stringify(total.reasons)).toBe('PASS');
+      expect(total.leniencies!.examples.some((example) => example.invariant === 're-reading' && example.completion.includes('%'))).toBe(true);
+      expect(result.exitCode).toBe(0);
     },
     SLOW,
   );

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { auditEnv } from '../src/env-audit/env-audit.js';
-import { AUDIT_TIMEOUT_MS as SLOW, check, ENV_POLICY as POLICY, ENVS, EXPLOIT_CODES, ROWS, V1, WORKERS } from './support/env-audit.js';
+import { AUDIT_TIMEOUT_MS as SLOW, check, ENV_POLICY as POLICY, ENVS, ROWS, V1, WORKERS } from './support/env-audit.js';
 
 describe("the public environments' shapes: verifiers 0.4 tasksets", () => {
   it(
@@ -36,12 +36,14 @@ describe("the public environments' shapes: verifiers 0.4 tasksets", () => {
       const result = await auditEnv({ policy: POLICY, env: path.join(ENVS, 'v1-mathverify'), python: V1(), rows: ROWS, workers: WORKERS });
       // The environment loads and its reward is gated: nothing about pools,
       // timers or imports decides. Plain math-verify reads `72%` as 72 and as
-      // 0.72, a re-reading that pays one reply under two golds, so the verdict
-      // is the exploit's when there is one, and PASS otherwise.
+      // 0.72, a re-reading of the one quantity stated: a leniency in the
+      // record, which does not reject the ecosystem's standard math reward.
       const total = result.record.total!;
-      expect(total).not.toBeNull();
-      expect(total.reasons.filter((reason) => !EXPLOIT_CODES.includes(reason.code))).toEqual([]);
-      expect(result.exitCode).toBe(total.decision === 'PASS' ? 0 : 1);
+      expect(total.decision, JSON.stringify(total.reasons)).toBe('PASS');
+      expect(total.findings_total).toBe(0);
+      const reread = total.leniencies!.examples.filter((example) => example.invariant === 're-reading');
+      expect(reread.some((example) => example.completion.includes('%') && example.severity === 'low')).toBe(true);
+      expect(result.exitCode).toBe(0);
     },
     SLOW,
   );

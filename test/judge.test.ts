@@ -315,8 +315,8 @@ describe('alternate golds', () => {
 
   it("for a string answer: tries what the answer slot holds whole, the twins, never a piece of a one-value gold, and keeps a list gold's elements", () => {
     const money = { gold: '$12.00', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima', twin: '$7.00', freshTwin: '$3.00' };
-    // `12` and `00` are pieces of the gold; the slot holds the gold itself.
-    expect(alternateGolds('\\boxed{$12.00}\nOslo', money, 'boxed')).toEqual(['Oslo', '$7.00', '$3.00', 'Lima']);
+    // `12` and `00` are pieces of the gold; the slot holds the gold itself; a word is no gold of a task whose answers are amounts.
+    expect(alternateGolds('\\boxed{$12.00}\nOslo', money, 'boxed')).toEqual(['$7.00', '$3.00']);
     const city = { gold: 'New York', type: 'string' as const, choices: [], wrong: ['Oslo'], fresh: 'Lima' };
     expect(alternateGolds('<answer>New Yorkshire</answer>', city, 'xml')).toEqual(['New Yorkshire', 'Yorkshire', 'Lima']);
     // A slot holding more words than the gold (a hedge on one line) is tried through the values it states.

@@ -1,4 +1,5 @@
-import { alternateGolds, infoUnder, sameValue, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
+import { commitmentsFor, commitmentsUnder, wrongCommitment } from './commit-baselines.js';
+import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
 import { honestForms } from './honest-forms.js';
 import type { Corpus } from './corpus.js';
@@ -298,11 +299,22 @@ export async function auditRow(
     infos.set(answer, info);
     return info;
   };
+  // Which alternates are near the gold to this verifier (see Weighing.near): the gold, written plainly in the
+  // layout it reads best, scored under each, in the same evaluation.
+  const wrongProbe = wrongCommitment(probes, calibration, levels);
+  const unbounded = plan.context.type === 'numeric' || plan.context.type === 'string';
+  const nearChecked = unbounded && wrongProbe ? [...new Set(pending.flatMap(({ answers }) => answers))] : [];
+  const goldPlain = wrongProbe ? (wrongProbe.think ? THINK_PREFIX : '') + renderInFormat(wrongProbe.format, plan.row.answer) : '';
   const alternateResults = await evaluator.evaluate(
-    pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer, infoOf(answer)))),
+    [
+      ...pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer, infoOf(answer)))),
+      ...nearChecked.map((answer) => requestFor(plan, goldPlain, answer, infoOf(answer))),
+    ],
     { key: `row ${row} invariance`, phase: 'invariance' },
   );
   judging = performance.now();
+  const nearResults = alternateResults.splice(alternateResults.length - nearChecked.length, nearChecked.length);
+  const near = new Set(nearChecked.filter((_, index) => isNear(nearResults[index]!, levels, settings.minGain)));
   // A hedge is weighed against committing to one of its values; where the
   // reward is graded, what committing earns is measured (see hedgeGain).
   let offset = 0;
@@ -341,30 +353,45 @@ export async function auditRow(
   judging = performance.now();
   const commitReward = new Map(keys.map((key, index) => [key, commitResults[index]!]));
   // A completion paid whatever the gold is weighed, under each gold, against
-  // a plainly wrong answer there: a graded reward pays wrong answers unevenly.
-  const gains: Weighing = { margin: settings.minGain, type: plan.context.type, choices: plan.context.choices };
+  // what committing earns there (see commit-baselines.ts).
+  const gains: Weighing = { margin: settings.minGain, type: plan.context.type, choices: plan.context.choices, near: (answer) => near.has(answer) };
   // Only numbers and text: for labels and booleans committing is a uniform guess among the answers.
-  const unbounded = plan.context.type === 'numeric' || plan.context.type === 'string';
   const paidAnyway = unbounded
     ? weighing.filter(({ candidate, outcomes, reward }) => reward !== null && paidWhateverTheGold(candidate, outcomes, levels, reward, gains) !== null)
     : [];
-  const wrongProbe = wrongCommitment(probes, calibration, levels);
-  const wrongGolds = wrongProbe
-    ? [...new Set(paidAnyway.flatMap(({ outcomes }) => outcomes.map(({ answer }) => answer)))].filter(
-        (answer) => !sameValue(answer, plan.context.wrong[0]!, plan.context.type),
-      )
-    : [];
+  const baselineKeys = new Map<string, { completion: string; answer: string }>();
+  const baselinePlans = new Map(
+    paidAnyway.map(({ index, candidate, outcomes }) => {
+      const commitments = commitmentsFor(candidate, levels, wrongProbe, { gold: plan.row.answer, wrong: plan.context.wrong[0]! });
+      for (const answer of [plan.row.answer, ...outcomes.map((outcome) => outcome.answer)]) {
+        for (const { completion } of commitmentsUnder(commitments, answer, plan.context.type))
+          baselineKeys.set(`${answer}\u241f${completion}`, { completion, answer });
+      }
+      return [index, commitments] as const;
+    }),
+  );
+  const baselineList = [...baselineKeys.values()];
   judgeMs += performance.now() - judging;
-  const wrongResults = await evaluator.evaluate(
-    wrongGolds.map((answer) => requestFor(plan, wrongProbe!.completion, answer, infoOf(answer))),
+  const baselineResults = await evaluator.evaluate(
+    baselineList.map(({ completion, answer }) =>
+      answer === plan.row.answer ? requestFor(plan, completion) : requestFor(plan, completion, answer, infoOf(answer)),
+    ),
     { key: `row ${row} baselines`, phase: 'invariance' },
   );
-  const wrongUnder = new Map(wrongGolds.map((answer, index) => [answer, wrongResults[index]!] as const));
-  gains.wrongUnder = (answer) => {
-    const result = wrongUnder.get(answer);
-    return result?.status === 'ok' ? result.reward : null;
-  };
   judging = performance.now();
+  const baselineReward = new Map(baselineList.map(({ completion, answer }, index) => [`${answer}\u241f${completion}`, baselineResults[index]!] as const));
+  const weighingOf = (index: number): Weighing => {
+    const commitments = baselinePlans.get(index);
+    if (!commitments) return gains;
+    const best = (answer: string, of: readonly { completion: string }[]): number | null => {
+      const rewards = of.flatMap(({ completion }) => {
+        const result = baselineReward.get(`${answer}\u241f${completion}`);
+        return result?.status === 'ok' && result.reward !== null ? [result.reward] : [];
+      });
+      return rewards.length > 0 ? Math.max(...rewards) : null;
+    };
+    return { ...gains, wrongUnder: (answer) => best(answer, commitmentsUnder(commitments, answer, plan.context.type)) };
+  };
   const settled = new Map<number, Verdict>();
   // A call that failed under an alternate gold is the one an error report should show.
   const shown = [...attackResults];
@@ -384,7 +411,7 @@ export async function auditRow(
       stated,
       commitments,
       reward,
-      weighing: gains,
+      weighing: weighingOf(index),
     });
     settled.set(index, verdict);
     const failed = outcomes.find(({ result }) => result.status === 'timeout' || result.status === 'crashed');
@@ -403,7 +430,7 @@ export async function auditRow(
       verdicts,
       shown,
       variants: variants.map((variant, index) => ({ ...variant, result: variantResults[index]! })),
-      results: [...variantResults, ...alternateResults, ...commitResults, ...wrongResults],
+      results: [...variantResults, ...alternateResults, ...nearResults, ...commitResults, ...baselineResults],
     },
     judgeMs,
   };
@@ -479,18 +506,14 @@ function commitmentsNeeded(
 }
 
 /**
- * The plainly wrong answer a committing policy would write: the calibration's
- * wrong probe in a layout the verifier reads, the one paid most (a format
- * bonus is paid whatever the answer); any wrong probe where none is read.
+ * Whether the gold, scored under an alternate gold, earns part of the honest
+ * level: more than a wrong answer by the margin, less than the gold itself.
+ * A verifier that pays the gold in full under another gold conflates the two
+ * (a substring test both ways), which is what the audit looks for, so that
+ * alternate stays.
  */
-function wrongCommitment(probes: readonly Probe[], calibration: readonly EvalResult[], levels: Levels): Probe | undefined {
-  let best: { probe: Probe; reward: number; accepted: boolean } | undefined;
-  probes.forEach((probe, index) => {
-    const result = calibration[index]!;
-    if (probe.kind !== 'wrong' || result.status !== 'ok' || result.reward === null) return;
-    const accepted = levels.table.some((cell) => cell.format === probe.format && cell.think === probe.think && cell.accepted);
-    const better = !best || (accepted && !best.accepted) || (accepted === best.accepted && result.reward > best.reward);
-    if (better) best = { probe, reward: result.reward, accepted };
-  });
-  return best?.probe;
+function isNear(result: EvalResult, levels: Levels, margin: number): boolean {
+  if (result.status !== 'ok' || result.reward === null) return false;
+  const spread = levels.honestMax - levels.wrongCeiling;
+  return result.reward > levels.wrongCeiling + Math.max(1e-9, margin * spread) && result.reward < levels.honestMax - 1e-9;
 }

@@ -131,6 +131,11 @@ export function answerSpace(type: AnswerType, choices: readonly string[]): numbe
   return Number.POSITIVE_INFINITY;
 }
 
+/** What a uniform guess among the k answers the task has earns: 1/k of the honest level plus the rest of the wrong one. */
+export function committedGuess(levels: SpreadLevels, k: number): number {
+  return Number.isFinite(k) ? (levels.honest + (k - 1) * levels.wrong) / k : levels.wrong;
+}
+
 /** The evidence that a completion is paid whatever the gold. */
 export interface IgnoredGain {
   /** Its reward under each gold tried, the row's gold first. */
@@ -159,7 +164,7 @@ export function ignoredGain(
   wrongUnder: (gold: string) => number | null = () => null,
 ): IgnoredGain | null {
   if (rewards.length === 0) return null;
-  const guess = Number.isFinite(k) ? (levels.honest + (k - 1) * levels.wrong) / k : levels.wrong;
+  const guess = committedGuess(levels, k);
   if (rewards.some(({ reward }) => !(reward > guess + GAIN_EPSILON))) return null;
   const mean = (values: readonly number[]): number => values.reduce((sum, value) => sum + value, 0) / values.length;
   const own = mean(rewards.map(({ reward }) => reward));

@@ -66,6 +66,29 @@ export function sameValue(a: string, b: string, type: AnswerType): boolean {
  */
 const NUMERIC_SAME_SHARE = 1e-5;
 
+/**
+ * The outline of a structured answer: its numbers (sign and decimals
+ * included) and its words, and what separates them (`09:45:30` is `0:0:0`,
+ * `$-2$` is `$0$`).
+ */
+function outline(value: string): string {
+  return value
+    .trim()
+    .replace(/-?\d+(?:[.,]\d+)*/g, '0')
+    .replace(/\p{L}+/gu, 'a');
+}
+
+/**
+ * Whether an alternate is a gold the task could have. A string answer with
+ * digits is structured (a time, a date, `$72$`): only a value of its outline
+ * is another answer of the task. A piece of it (`99` of `99:99:99`) or a
+ * word the grader cannot even read as one tells nothing a policy meets in
+ * training. Every value is one for other answers.
+ */
+export function ofTheTask(value: string, gold: string, type: AnswerType): boolean {
+  return type !== 'string' || !/\d/.test(gold) || outline(value) === outline(gold);
+}
+
 /** What separates the elements of a list answer. */
 const LIST_SEPARATOR = /[,;|\n]/;
 
@@ -144,6 +167,7 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
     if (value.trim() === '' || sameValue(value, ctx.gold, ctx.type) || out.some((seen) => sameValue(seen, value, ctx.type))) return;
     if (pieces.some((piece) => sameValue(piece, value, ctx.type))) return;
     if (ctx.type === 'numeric' && nearGold(value, ctx.gold)) return;
+    if (!ofTheTask(value, ctx.gold, ctx.type)) return;
     out.push(value);
   };
   if (ctx.type === 'choice') {

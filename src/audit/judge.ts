@@ -14,6 +14,7 @@ import {
   type Commitments,
   type HedgeGain,
 } from './gain.js';
+import { ofTheTask } from './invariance.js';
 import type { Invariant } from './record.js';
 import type { AnswerType, Severity } from '../types.js';
 
@@ -276,25 +277,20 @@ export interface Weighing {
   margin: number;
   type: AnswerType;
   choices: readonly string[];
-  /** What a plainly wrong answer earns under an alternate gold, where it was measured (see ignoredGain). */
+  /** What committing to an answer that is not the gold earns under a gold, where it was measured (see ignoredGain). */
   wrongUnder?: ((gold: string) => number | null) | undefined;
+  /**
+   * Whether an alternate gold is near the row's own to this verifier: the
+   * gold itself, committed to plainly, earns part of the honest level under
+   * it (a similarity score pays `... 50000.` under `... 21360.`). Being paid
+   * under such a gold tells only what the completion knows of the gold.
+   */
+  near?: ((gold: string) => boolean) | undefined;
 }
 
 /** Whether a completion mentions a value, as written: an alternate it does not mention is one it cannot be paid for stating. */
 function mentions(completion: string, value: string): boolean {
   return completion.toLowerCase().includes(value.trim().toLowerCase());
-}
-
-/**
- * The outline of a structured answer: its runs of digits and of letters, and
- * what separates them (`09:45:30` is `0:0:0`). A piece of one (`99`) is no
- * answer such a task has.
- */
-function outline(value: string): string {
-  return value
-    .trim()
-    .replace(/\d+/g, '0')
-    .replace(/\p{L}+/gu, 'a');
 }
 
 /**
@@ -304,6 +300,9 @@ function outline(value: string): string {
  * row's (every label, for multiple choice), so its payment cannot come from
  * naming the answer. For a structured answer (one with digits) only golds of
  * the task's outline count: the grader cannot even read a piece of one.
+ * One of them must not be near the row's gold to the verifier (see
+ * Weighing.near): a similarity score pays a near miss of the gold under
+ * every gold near it, for what it knows of the gold.
  */
 export function paidWhateverTheGold(
   candidate: Pick<Candidate, 'answer' | 'completion'>,
@@ -324,9 +323,9 @@ export function paidWhateverTheGold(
   } else {
     // A gold the completion states, or reads as (`0.42` for `42%`), may pay it for what it says.
     const says = (answer: string): boolean => mentions(candidate.completion, answer) || isReReading(candidate.completion, [answer, answer], weighing.type);
-    const shape = weighing.type === 'string' && /\d/.test(candidate.answer) ? outline(candidate.answer) : null;
-    golds = all.filter(({ answer }) => !says(answer) && (shape === null || outline(answer) === shape));
-    if (!golds.some(({ answer }) => answer !== candidate.answer)) return null;
+    golds = all.filter(({ answer }) => !says(answer) && ofTheTask(answer, candidate.answer, weighing.type));
+    // Paid under golds near the row's (its twins, near numbers) a graded reward pays anything near the gold: one must be unlike it.
+    if (!golds.some(({ answer }) => answer !== candidate.answer && !weighing.near?.(answer))) return null;
   }
   return ignoredGain(
     golds.map(({ answer, reward }) => ({ gold: answer, reward })),
@@ -389,8 +388,9 @@ export function settle(
   if (alternates.some(({ result }) => result.nonFinite !== null)) return verdict('exploit', 'non-finite-reward', 'critical', gold);
   const margin = weighing?.margin ?? 0;
   const clears = (gain: number): boolean => gain >= margin - GAIN_EPSILON;
+  // A gold near the row's pays what the completion knows of the gold: being paid there is no sign of another answer.
   const rewardedUnder = (outcomes: readonly AlternateOutcome[]): string[] =>
-    outcomes.filter(({ result }) => isRewarded(candidate, result, levels)).map(({ answer }) => answer);
+    outcomes.filter(({ answer, result }) => isRewarded(candidate, result, levels) && !weighing?.near?.(answer)).map(({ answer }) => answer);
   const notPaid = (): Verdict => {
     if (screened !== 'rewarded') return screened.otherwise;
     return candidate.commitsTo === 'gold' ? verdict('equivalent_form', 'equivalent-form', null, gold) : verdict('false_accept', 'false-accept', null, gold);

@@ -34,9 +34,6 @@ export const ENV_POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s:
  */
 export const AUDIT_TIMEOUT_MS = 900_000;
 
-/** The reasons that say a reward was gamed: the only ones that may decide where nothing else is wrong. */
-export const EXPLOIT_CODES = ['HACKABILITY_OVER', 'HACK_RATE_CI_OVER', 'HEDGING_PAYS'];
-
 export function check(record: EnvAuditRecord, name: EnvAuditRecord['checks'][number]['name']) {
   const found = record.checks.find((entry) => entry.name === name);
   if (!found) throw new Error(`no ${name} check`);

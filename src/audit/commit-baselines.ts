@@ -1,0 +1,73 @@
+import { renderInFormat, slotValue, type FormatName } from './answer-values.js';
+import { THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
+import type { Candidate } from './expand-candidates.js';
+import { sameValue } from './invariance.js';
+import { layoutOf } from './judge.js';
+import type { EvalResult } from '../calls.js';
+import type { AnswerType } from '../types.js';
+
+/**
+ * What a policy that does not know the answer earns by committing, measured
+ * under each gold a completion paid whatever the gold was tried under. A
+ * graded reward (a similarity score) pays any committed text something under
+ * any gold, and a reward with a bonus for a layout pays a wrong answer
+ * written in that layout the bonus: the completion gains only what it earns
+ * above such commitments. The commitments are a plainly wrong answer and the
+ * row's gold (under another gold, the gold is one more guess), each written
+ * in the layout the verifier reads best and in the completion's own layout
+ * (its answer slot holding the value instead).
+ */
+
+export interface Commitment {
+  value: string;
+  completion: string;
+}
+
+/** The completion with its last answer slot of the format holding `value` instead; undefined where it has none. */
+export function withSlot(completion: string, format: FormatName, value: string): string | undefined {
+  const slot = slotValue(format, completion);
+  if (slot === undefined) return undefined;
+  const at = completion.lastIndexOf(slot);
+  return at < 0 ? undefined : completion.slice(0, at) + value + completion.slice(at + slot.length);
+}
+
+/**
+ * The calibration's wrong probe a committing policy would write: in a layout
+ * the verifier reads, the one paid most (a format bonus is paid whatever the
+ * answer); any wrong probe where none is read.
+ */
+export function wrongCommitment(probes: readonly Probe[], calibration: readonly EvalResult[], levels: Levels): Probe | undefined {
+  let best: { probe: Probe; reward: number; accepted: boolean } | undefined;
+  probes.forEach((probe, index) => {
+    const result = calibration[index]!;
+    if (probe.kind !== 'wrong' || result.status !== 'ok' || result.reward === null) return;
+    const accepted = levels.table.some((cell) => cell.format === probe.format && cell.think === probe.think && cell.accepted);
+    const better = !best || (accepted && !best.accepted) || (accepted === best.accepted && result.reward > best.reward);
+    if (better) best = { probe, reward: result.reward, accepted };
+  });
+  return best?.probe;
+}
+
+/** The commitments one completion is weighed against (see the module's comment). */
+export function commitmentsFor(
+  candidate: Pick<Candidate, 'format' | 'completion'>,
+  levels: Levels,
+  probe: Probe | undefined,
+  values: { gold: string; wrong: string },
+): Commitment[] {
+  const out: Commitment[] = [];
+  for (const value of [values.wrong, values.gold]) {
+    if (probe) out.push({ value, completion: (probe.think ? THINK_PREFIX : '') + renderInFormat(probe.format, value) });
+    // In the completion's own layout: the value written plainly there, and the completion with its slot holding it.
+    const layout = layoutOf(candidate, levels);
+    if (layout) out.push({ value, completion: (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value) });
+    const own = layout && layout.format !== 'bare' ? withSlot(candidate.completion, layout.format, value) : undefined;
+    if (own !== undefined && own !== candidate.completion) out.push({ value, completion: own });
+  }
+  return out.filter((item, index) => out.findIndex((other) => other.completion === item.completion) === index);
+}
+
+/** The commitments that count under a gold: a guess of that very gold is knowing the answer. */
+export function commitmentsUnder(commitments: readonly Commitment[], gold: string, type: AnswerType): Commitment[] {
+  return commitments.filter(({ value }) => !sameValue(value, gold, type));
+}
