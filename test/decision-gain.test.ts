@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { auditEnv } from '../src/env-audit/env-audit.js';
 import { gate } from '../src/gate.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { renderReport } from '../src/report/render-report.js';
+import { formatScorecard } from '../src/report/scorecard.js';
 import { AUDIT_TIMEOUT_MS, check, ENV_POLICY, ENVS, ROWS, V1, WORKERS } from './support/env-audit.js';
 
 const python = process.env.GATEKEPT_PYTHON ?? 'python3';
@@ -35,6 +37,11 @@ describe('decisions by gain', () => {
     expect(hedge.rewarded_under[0]).toBe('olleh');
     expect(hedge.gain).toBeGreaterThan(0);
     expect(hedge.gain).toBeLessThan(result.record.policy.min_gain as number);
+    // The scorecard and the reports show it with its kind and gain.
+    expect(formatScorecard(result.record)).toMatch(/leniencies: \d+, paid under more than one gold .*\(reported; --strict gates on them\)/);
+    expect(formatScorecard(result.record)).toMatch(/paid under "olleh" and .*\(a gain below the margin, gain 0\.0\d+\)/);
+    expect(renderReport(result.record, 'md')).toMatch(/Leniencies: \d+/);
+    expect(renderReport(result.record, 'html')).toMatch(/Leniencies: \d+/);
     const strict = await gate({ ...options, strict: true });
     expect(strict.record.reasons.map((reason) => reason.code)).toContain('LENIENCIES');
   }, 240_000);

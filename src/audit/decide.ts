@@ -250,7 +250,7 @@ export function decide(input: DecisionInput): Decision {
     const under = lenient.example.rewardedUnder.map((gold) => JSON.stringify(gold)).join(' and ');
     reasons.push({
       code: 'LENIENCIES',
-      message: `strict policy: ${lenient.total} completion${lenient.total === 1 ? ' was' : 's were'} paid under more than one gold with little to gain (e.g. ${JSON.stringify(lenient.example.completion.slice(0, 60))}, paid under ${under}: ${lenient.example.invariant === 're-reading' ? 'one quantity read two ways' : 'a gain below min_gain'}); a sound verifier pays one reading of one answer`,
+      message: `strict policy: ${lenient.total} completion${lenient.total === 1 ? ' was' : 's were'} paid under more than one gold by a leniency (e.g. ${JSON.stringify(lenient.example.completion.slice(0, 60))}, paid under ${under}: ${lenient.example.invariant === 're-reading' ? 'one stated quantity read two ways' : `a gain below min_gain ${policy.minGain}`}); a sound verifier pays one reading of one answer`,
     });
   }
   return { decision: reasons.length === 0 ? 'PASS' : 'REJECT', reasons };

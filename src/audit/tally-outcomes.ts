@@ -41,7 +41,7 @@ export type GateProbe =
 
 type AttackProbe = Extract<GateProbe, { kind: 'attack' }>;
 
-/** What the decision names of the first completion hedging paid (see OutcomeTally.hedgingPays). */
+/** What the decision names of the completion hedging paid most (see OutcomeTally.hedgingPays). */
 export interface HedgingPays {
   count: number;
   completion: string;
@@ -87,10 +87,10 @@ export class OutcomeTally {
    */
   answerIgnored: { count: number; completion: string; rewardedUnder: string[]; gain: number | null } | null = null;
   /**
-   * The first exploit of a completion stating several values that earns
-   * more, over the values it states taken as the gold, than committing to
-   * one of them would, and how many there were: hedging pays a policy that
-   * does not know the answer.
+   * The exploit of a completion stating several values that gains most,
+   * over the values it states taken as the gold, against committing to one
+   * of them, and how many there were: hedging pays a policy that does not
+   * know the answer.
    */
   hedgingPays: HedgingPays | null = null;
   hacks = 0;
@@ -188,11 +188,13 @@ export class OutcomeTally {
           }
         }
         if (verdict.hedge && verdict.invariant === 'hedge-rewarded') {
-          if (this.hedgingPays) this.hedgingPays.count += 1;
-          else {
-            const { rewards, mean, baseline, count, gain } = verdict.hedge;
-            this.hedgingPays = { count: 1, completion: excerpt(candidate.completion, 80), rewards, values: count, mean, baseline, gain };
+          // The decision names the hedge that gains most, the first of equals: the clearest case, not the closest call.
+          const { rewards, mean, baseline, count, gain } = verdict.hedge;
+          const seen = this.hedgingPays?.count ?? 0;
+          if (!this.hedgingPays || gain > this.hedgingPays.gain + 1e-12) {
+            this.hedgingPays = { count: seen, completion: excerpt(candidate.completion, 80), rewards, values: count, mean, baseline, gain };
           }
+          this.hedgingPays.count = seen + 1;
         }
         const bucket = this.findingsBySeverity.get(severity)!;
         if (bucket.length < MAX_FINDINGS) bucket.push(findingOf(candidate, verdict, result));

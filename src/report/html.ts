@@ -11,6 +11,7 @@ import {
   fixed,
   hardening,
   honestView,
+  leniencyText,
   refusedForms,
   type RefusedForms,
   invariantText,
@@ -268,6 +269,19 @@ function honestHtml(record: ReportAudit, h: number): string {
   if (view.contested.length > 0) {
     parts.push(`<h${h + 1}>Contested forms not rewarded <span class="small muted">(a strict grader may refuse these)</span></h${h + 1}>`);
     for (const variant of view.contested) parts.push(variantHtml(variant, ', contested'));
+  }
+  const lenient = record.leniencies;
+  if (lenient && lenient.total > 0) {
+    parts.push(`<h${h + 1}>Leniencies: ${lenient.total}</h${h + 1}>`);
+    parts.push(
+      `<p class="small muted">Paid under more than one gold, with little for a policy to gain: one quantity read two ways, or a gain below the policy's margin. Reported; a strict policy gates on them.</p>`,
+    );
+    for (const finding of lenient.examples) {
+      const golds = (finding.rewarded_under ?? [finding.answer]).map((gold) => inlineHtml(gold)).join(', ');
+      parts.push(
+        `<div class="finding"><div class="head"><code>${esc(finding.attack_id)}</code><span class="small">reward <strong>${esc(rewardText(finding.reward, finding.non_finite))}</strong> · ${esc(leniencyText(finding))}</span></div>${completionHtml(finding.completion)}<p class="golds">paid under ${golds}</p></div>`,
+      );
+    }
   }
   const equivalent = record.equivalent_forms;
   if (equivalent) {

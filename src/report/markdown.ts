@@ -71,11 +71,12 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
   ];
 }
 
-function findingMd(finding: ReportFinding, kind: 'exploit' | 'false-accept'): string[] {
+function findingMd(finding: ReportFinding, kind: 'exploit' | 'false-accept' | 'lenient'): string[] {
   const golds = rewardedUnder(finding);
-  const summary = `<code>${escapeHtml(finding.attack_id)}</code> · ${escapeHtml(finding.severity)} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}`;
+  const gain = finding.gain === undefined || finding.gain === null ? '' : ` · gain ${finding.gain}`;
+  const summary = `<code>${escapeHtml(finding.attack_id)}</code> · ${escapeHtml(finding.severity)} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}${gain}`;
   const goldLine =
-    kind === 'exploit'
+    kind !== 'false-accept'
       ? `Rewarded under ${golds.length === 1 ? 'the gold' : `${golds.length} golds`}: ${golds.map(code).join(', ')}`
       : `Gold: ${code(finding.answer)}`;
   return [
@@ -167,6 +168,19 @@ function auditMd(record: ReportAudit, h: string): string[] {
     for (const group of groups) {
       lines.push(`**${cell(group.family)}** (${plural(group.total, 'finding')} recorded)`, '');
       for (const finding of group.findings) lines.push(...findingMd(finding, 'exploit'));
+    }
+  }
+
+  const lenient = record.leniencies;
+  if (lenient && lenient.total > 0) {
+    lines.push(`${h} Leniencies: ${lenient.total}`, '');
+    lines.push(
+      `Paid under more than one gold with little for a policy to gain (one quantity read two ways, or a gain below min_gain ${fixed(Number(record.policy.min_gain ?? 0.05), 2)}); ${bounds.strict ? 'gated on: the policy is strict' : 'reported, not gated on'}.`,
+      '',
+    );
+    for (const group of worstByFamily(lenient.examples)) {
+      lines.push(`**${cell(group.family)}**`, '');
+      for (const finding of group.findings) lines.push(...findingMd(finding, 'lenient'));
     }
   }
 

@@ -27,6 +27,8 @@ export interface ReportFinding {
   class?: string;
   commits_to?: string;
   rewarded_under?: string[];
+  /** What a policy that does not know the answer gains by writing it, as a share of the reward's range. */
+  gain?: number | null;
 }
 
 export interface ReportAudit {
@@ -65,6 +67,8 @@ export interface ReportAudit {
     hardening: string[];
   };
   equivalent_forms?: { total: number; examples: ReportFinding[] };
+  /** Paid under more than one gold with little to gain: a re-reading of one quantity, a gain below min_gain. */
+  leniencies?: { total: number; families: { family: string; title: string; count: number }[]; examples: ReportFinding[] };
   environment?: { python?: string; isolation?: string };
   tool: { name: string; version: string };
   statement: string;
@@ -445,3 +449,9 @@ export function timingText(record: ReportAudit): string | null {
 }
 
 export { capitalise, plural };
+
+/** What a leniency is, in words: its kind and its gain. */
+export function leniencyText(finding: Pick<ReportFinding, 'invariant' | 'gain'>): string {
+  const gain = finding.gain === undefined || finding.gain === null ? '' : `, gain ${finding.gain}`;
+  return finding.invariant === 're-reading' ? `one quantity read two ways${gain}` : `a gain below the margin${gain}`;
+}

@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/record.js';
 import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
 import { showShort } from './show-text.js';
-import { refusedForms, type RefusedForms } from './report-view.js';
+import { leniencyText, refusedForms, type RefusedForms } from './report-view.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 
@@ -50,6 +50,19 @@ function falseAcceptLines(record: AuditRecord): string[] {
       lines.push(`  ${family.family}: ${family.count}${example ? `  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}` : ''}`);
     }
     for (const advice of fa.hardening) lines.push(`  - ${advice}`);
+  }
+  const lenient = record.leniencies;
+  if (lenient && lenient.total > 0) {
+    lines.push(
+      `leniencies: ${lenient.total}, paid under more than one gold with little for a policy to gain${(record.policy as { strict?: boolean }).strict ? ' (strict: gated)' : ' (reported; --strict gates on them)'}`,
+    );
+    for (const family of lenient.families) {
+      const example = lenient.examples.find((finding) => finding.family === family.family);
+      const under = example ? example.rewarded_under.map((gold) => printable(gold)).join(' and ') : '';
+      lines.push(
+        `  ${family.family}: ${family.count}${example ? `  e.g. ${printable(example.completion)} paid under ${under} (${leniencyText(example)})` : ''}`,
+      );
+    }
   }
   if (record.equivalent_forms.total > 0) {
     lines.push(`equivalent forms rewarded: ${record.equivalent_forms.total} (the gold written another way; reported, never gated)`);
