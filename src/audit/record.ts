@@ -321,7 +321,7 @@ export type ReasonCode = (typeof REASON_CODES)[number];
 export type Invariant = (typeof INVARIANTS)[number];
 
 export const PASS_STATEMENT =
-  'PASS means the verifier survived these attacks at this budget and seed: no completion without the gold was paid under it and under another gold, and others were rewarded under more than one gold only within the policy bounds. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts and false rejections are reported, and gated only under a strict policy.';
+  'PASS means the verifier survived these attacks at this budget and seed: no completion was paid whatever the gold, and those paid under more than one gold gave a policy that does not know the answer no more than the policy allows. It is evidence, not a proof: the corpus is finite and an unknown exploit may exist. False accepts, leniencies and false rejections are reported, and gated only under a strict policy.';
 
 export const REJECT_STATEMENT =
   'REJECT means the verifier paid attacks whatever the answer (or, under a strict policy, paid a completion that does not commit to the gold alone), misbehaved, or could not be audited under this policy; nothing should ship until it is hardened and re-gated.';
