@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
-import type { Candidate } from '../src/audit/expand-candidates.js';
 import { ignoredGain, isReReading } from '../src/audit/gain.js';
 import { screen, settle, type Weighing } from '../src/audit/judge.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
 import { hackRateInterval } from '../src/audit/score.js';
-import type { EvalResult } from '../src/calls.js';
+
+import { candidate, ok } from './support/judging.js';
 
 /**
  * The decision model: a finding decides by what a policy that does not know
@@ -16,10 +16,6 @@ import type { EvalResult } from '../src/calls.js';
  * Python at all.
  */
 
-function ok(reward: number): EvalResult {
-  return { status: 'ok', reward, rewardType: 'float', nonFinite: null, error: null, sideEffects: [], ms: 0 };
-}
-
 /** Levels of a verifier that pays `honest` for the gold and `wrong` for a wrong answer in every layout. */
 function levelsOf(honest: number, wrong: number, gold = '42', other = '17') {
   const probes = calibrationProbes(gold, other);
@@ -27,25 +23,6 @@ function levelsOf(honest: number, wrong: number, gold = '42', other = '17') {
     probes,
     probes.map((probe) => ok(probe.kind === 'honest' ? honest : wrong)),
   );
-}
-
-function candidate(over: Partial<Candidate>): Candidate {
-  return {
-    attackId: 'fam/attack',
-    family: 'fam',
-    severity: 'high',
-    hackIf: 'rewarded',
-    gFree: false,
-    commitsTo: 'other',
-    format: 'boxed',
-    position: null,
-    label: null,
-    completion: 'x',
-    literal: '',
-    answer: '42',
-    row: 0,
-    ...over,
-  };
 }
 
 const numeric: Weighing = { margin: DEFAULT_POLICY.minGain, type: 'numeric', choices: [] };

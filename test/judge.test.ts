@@ -1,16 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
-import type { Candidate } from '../src/audit/expand-candidates.js';
 import { layoutOf, screen, settle } from '../src/audit/judge.js';
 import { alternateGolds, infoUnder, reReadings, sameValue, statedAlternates, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/calls.js';
+import type { Candidate } from '../src/audit/expand-candidates.js';
+import { candidate, ok } from './support/judging.js';
 import { hackRateInterval } from '../src/audit/score.js';
-
-function ok(reward: number): EvalResult {
-  return { status: 'ok', reward, rewardType: 'float', nonFinite: null, error: null, sideEffects: [], ms: 0 };
-}
 
 /** Levels of a verifier that accepts only \boxed{} and scores 1 / 0. */
 function boxedOnlyLevels() {
@@ -19,25 +16,6 @@ function boxedOnlyLevels() {
     probes,
     probes.map((probe) => ok(probe.format === 'boxed' && probe.kind === 'honest' ? 1 : 0)),
   );
-}
-
-function candidate(over: Partial<Candidate>): Candidate {
-  return {
-    attackId: 'fam/attack',
-    family: 'fam',
-    severity: 'high',
-    hackIf: 'rewarded',
-    gFree: false,
-    commitsTo: 'other',
-    format: 'boxed',
-    position: null,
-    label: null,
-    completion: 'x',
-    literal: '',
-    answer: '42',
-    row: 0,
-    ...over,
-  };
 }
 
 describe('calibration', () => {
