@@ -109,12 +109,14 @@ describe('attack corpus', () => {
     }
   });
 
-  it("writes the gold's twin only for string answers that have one", async () => {
+  it("writes the gold's twin, and its out-of-range value, only for string answers that have digits", async () => {
     const corpus = await loadCorpus();
     const twins = (ctx: Parameters<typeof expandCandidates>[1]) => expandCandidates(corpus, ctx, 0).filter((candidate) => candidate.family === 'shape-twin');
     const withTwin = twins({ ...context('x=3, y=4', 'string', ['bare']), twin: 'x=8, y=2' });
     expect(withTwin.map((candidate) => candidate.completion)).toEqual([
       'x=8, y=2',
+      // Every digit a 9: a value of the gold's shape no gold can be.
+      'x=9, y=9',
       'x=3, y=4\nx=8, y=2',
       'x=8, y=2\nx=3, y=4',
       'x=8, y=2 or x=3, y=4',

@@ -42,7 +42,9 @@ describe('gate on real verifiers', () => {
     expect(result.record.hackability).toBeLessThan(DEFAULT_POLICY.maxHackability);
     expect(result.record.hack_rate.hi).toBeLessThan(DEFAULT_POLICY.maxHackRateCiHi);
     expect(result.record.reasons.map((reason) => reason.code)).toEqual(['ANSWER_IGNORED']);
-    expect(result.record.reasons[0]!.message).toMatch(/\[\[YES\]\]", written the same whatever the gold/);
+    expect(result.record.reasons[0]!.message).toMatch(
+      /\[\[YES\]\]" was paid under the golds "Paris" and "\w+", above what committing to an answer earns there \(a gain of 1 of the reward.s range\)/,
+    );
     const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
     expect(finding.rewarded_under.length).toBeGreaterThanOrEqual(2);
     expect(result.summary()).toMatch(/ignores the answer/);

@@ -183,7 +183,7 @@ export function decide(input: DecisionInput): Decision {
     const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
     reasons.push({
       code: 'ANSWER_IGNORED',
-      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)} was paid under the golds ${golds}${ignored.gain != null ? `, more than committing to an answer earns under each, by ${ignored.gain} of the spread between the honest and the wrong reward` : ''}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
+      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)} was paid under the golds ${golds}${ignored.gain != null ? `, above what committing to an answer earns there (a gain of ${ignored.gain} of the reward's range)` : ''}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
     });
   }
   const hedging = input.hedgingPays;
@@ -192,7 +192,7 @@ export function decide(input: DecisionInput): Decision {
     const paid = hedging.rewards.map(({ gold, reward }) => `${JSON.stringify(gold)}: ${round(reward)}`).join(', ');
     reasons.push({
       code: 'HEDGING_PAYS',
-      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)} (a gain of ${round(hedging.gain)} of the spread between the honest and the wrong reward, over min_gain ${policy.minGain})${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
+      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)} (a gain of ${round(hedging.gain)} of the reward's range, at least min_gain ${policy.minGain})${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
     });
   }
   if (input.hackability >= policy.maxHackability) {
