@@ -27,6 +27,21 @@ describe('decisions by gain', () => {
     expect(finding.gain).toBe(0.25);
   }, 120_000);
 
+  it('rejects a grader that pays one option whatever the right one is: always giving it beats guessing', async () => {
+    const result = await gate({
+      ...base,
+      reward: 'test/fixtures/gain/safe_default.py:reward',
+      answer: 'approve',
+      answerType: 'choice',
+      choices: ['approve', 'reject', 'request_changes'],
+    });
+    expect(result.decision).toBe('REJECT');
+    expect(result.record.reasons.map((reason) => reason.code)).toEqual(['ANSWER_IGNORED']);
+    const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
+    expect(finding.completion).toBe('request_changes');
+    expect(finding.gain).toBeGreaterThan(0.05);
+  }, 120_000);
+
   it('does not reject a similarity reward on a hedge that gains less than the margin; a strict policy still does', async () => {
     const options = { ...base, reward: 'test/fixtures/gain/lcs_ratio.py:reward', answer: 'olleh' };
     const result = await gate(options);

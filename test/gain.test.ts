@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
+import { constantAnswerGain } from '../src/audit/constant-answers.js';
 import { ignoredGain, isReReading } from '../src/audit/gain.js';
 import { screen, settle, type Weighing } from '../src/audit/judge.js';
 import { DEFAULT_POLICY, parsePolicy } from '../src/audit/policy.js';
@@ -142,6 +143,29 @@ describe('what a policy gains', () => {
     expect(ignoredGain(rewards, levels, 4)?.gain).toBe(0.25);
     expect(ignoredGain(rewards, levels, 2)).toBeNull();
     expect(ignoredGain([...rewards.slice(0, 3), { gold: 'D', reward: 0.2 }], levels, 4)).toBeNull();
+  });
+});
+
+describe('a constant answer among labels', () => {
+  it('gains when one label pays more over the golds than guessing among them, and not for a sound grader', () => {
+    const labels = ['approve', 'reject', 'request_changes'];
+    // 0.9 when right, 0.5 for the cautious decision whatever the right one is, 0.1 otherwise.
+    const safe = [
+      [0.9, 0.1, 0.1],
+      [0.1, 0.9, 0.1],
+      [0.5, 0.5, 0.9],
+    ];
+    const gain = constantAnswerGain(labels, safe, { honest: 0.9, wrong: 0.1 })!;
+    expect(gain.label).toBe('request_changes');
+    expect(gain.mean).toBeCloseTo(1.9 / 3, 6);
+    expect(gain.guess).toBeCloseTo(4.1 / 9, 6);
+    expect(gain.gain).toBeCloseTo((1.9 / 3 - 4.1 / 9) / 0.8, 6);
+    const sound = [
+      [1, 0, 0],
+      [0, 1, 0],
+      [0, 0, 1],
+    ];
+    expect(constantAnswerGain(labels, sound, { honest: 1, wrong: 0 })).toBeNull();
   });
 });
 

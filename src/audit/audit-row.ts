@@ -1,4 +1,5 @@
 import { commitmentsFor, commitmentsUnder, wrongCommitment } from './commit-baselines.js';
+import { weighConstantAnswers } from './constant-answers.js';
 import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
 import { honestForms } from './honest-forms.js';
@@ -419,6 +420,13 @@ export async function auditRow(
   }
   const verdicts = screens.map((verdict, index): Verdict => (verdict.kind === 'rewarded' || verdict.kind === 'paid' ? settled.get(index)! : verdict));
   judgeMs += performance.now() - judging;
+  // Multiple choice: one label always given may pay more than guessing (see constant-answers.ts).
+  const labelResults =
+    plan.context.type === 'choice'
+      ? await weighConstantAnswers(plan.row, candidates, verdicts, levels, plan.context.choices, settings.minGain, evaluator, (completion, answer) =>
+          requestFor(plan, completion, answer, infoOf(answer)),
+        )
+      : [];
   return {
     plan,
     probes,
@@ -430,7 +438,7 @@ export async function auditRow(
       verdicts,
       shown,
       variants: variants.map((variant, index) => ({ ...variant, result: variantResults[index]! })),
-      results: [...variantResults, ...alternateResults, ...nearResults, ...commitResults, ...baselineResults],
+      results: [...variantResults, ...alternateResults, ...nearResults, ...commitResults, ...baselineResults, ...labelResults],
     },
     judgeMs,
   };
