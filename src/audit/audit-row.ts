@@ -1,7 +1,7 @@
-import { commitmentsFor, commitmentsUnder, wrongCommitment } from './commit-baselines.js';
+import { callKey, isNear, measureBaselines, wrongCommitment } from './commit-baselines.js';
 import { weighConstantAnswers } from './constant-answers.js';
 import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
-import { attackFormats, calibrationProbes, computeLevels, THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
+import { attackFormats, calibrationProbes, computeLevels, inLayout, type Levels, type Probe } from './calibrate.js';
 import { honestForms } from './honest-forms.js';
 import type { Corpus } from './corpus.js';
 import { SLOW_INPUT_MIN_CHARS, type Evaluator } from './evaluator.js';
@@ -25,7 +25,7 @@ import { alternateContextOf, type GoldPlan } from './plan-audit.js';
 import { calibrationRows, excerpt, type AuditRecord } from './record.js';
 import type { GateProbe, OutcomeTally } from './tally-outcomes.js';
 import type { EvalRequest, EvalResult } from '../calls.js';
-import { renderInFormat, type CustomFormat, type FormatName } from './answer-values.js';
+import type { CustomFormat, FormatName } from './answer-values.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 
 /**
@@ -300,12 +300,15 @@ export async function auditRow(
     infos.set(answer, info);
     return info;
   };
+  /** A completion scored with `answer` as the gold, the row's own or another. */
+  const under = (completion: string, answer: string): EvalRequest =>
+    answer === plan.row.answer ? requestFor(plan, completion) : requestFor(plan, completion, answer, infoOf(answer));
   // Which alternates are near the gold to this verifier (see Weighing.near): the gold, written plainly in the
   // layout it reads best, scored under each, in the same evaluation.
   const wrongProbe = wrongCommitment(probes, calibration, levels);
   const unbounded = plan.context.type === 'numeric' || plan.context.type === 'string';
   const nearChecked = unbounded && wrongProbe ? [...new Set(pending.flatMap(({ answers }) => answers))] : [];
-  const goldPlain = wrongProbe ? (wrongProbe.think ? THINK_PREFIX : '') + renderInFormat(wrongProbe.format, plan.row.answer) : '';
+  const goldPlain = wrongProbe ? inLayout(wrongProbe, plan.row.answer) : '';
   const alternateResults = await evaluator.evaluate(
     [
       ...pending.flatMap(({ index, answers }) => answers.map((answer) => requestFor(plan, candidates[index]!.completion, answer, infoOf(answer)))),
@@ -341,13 +344,13 @@ export async function auditRow(
   const commitKeys = new Map<string, { completion: string; answer: string }>();
   for (const { commit } of weighing) {
     if (!commit) continue;
-    for (const completion of commit.completions) for (const answer of commit.values) commitKeys.set(`${answer}\u241f${completion}`, { completion, answer });
+    for (const completion of commit.completions) for (const answer of commit.values) commitKeys.set(callKey(answer, completion), { completion, answer });
   }
   const keys = [...commitKeys.keys()];
   const commitResults = await evaluator.evaluate(
     keys.map((key) => {
       const { completion, answer } = commitKeys.get(key)!;
-      return answer === plan.row.answer ? requestFor(plan, completion) : requestFor(plan, completion, answer, infoOf(answer));
+      return under(completion, answer);
     }),
     { key: `row ${row} commitments`, phase: 'invariance' },
   );
@@ -360,38 +363,22 @@ export async function auditRow(
   const paidAnyway = unbounded
     ? weighing.filter(({ candidate, outcomes, reward }) => reward !== null && paidWhateverTheGold(candidate, outcomes, levels, reward, gains) !== null)
     : [];
-  const baselineKeys = new Map<string, { completion: string; answer: string }>();
-  const baselinePlans = new Map(
-    paidAnyway.map(({ index, candidate, outcomes }) => {
-      const commitments = commitmentsFor(candidate, levels, wrongProbe, { gold: plan.row.answer, wrong: plan.context.wrong[0]! });
-      for (const answer of [plan.row.answer, ...outcomes.map((outcome) => outcome.answer)]) {
-        for (const { completion } of commitmentsUnder(commitments, answer, plan.context.type))
-          baselineKeys.set(`${answer}\u241f${completion}`, { completion, answer });
-      }
-      return [index, commitments] as const;
-    }),
-  );
-  const baselineList = [...baselineKeys.values()];
   judgeMs += performance.now() - judging;
-  const baselineResults = await evaluator.evaluate(
-    baselineList.map(({ completion, answer }) =>
-      answer === plan.row.answer ? requestFor(plan, completion) : requestFor(plan, completion, answer, infoOf(answer)),
-    ),
-    { key: `row ${row} baselines`, phase: 'invariance' },
+  const baselines = await measureBaselines(
+    paidAnyway.map(({ index, candidate, outcomes }) => ({ index, candidate, answers: outcomes.map(({ answer }) => answer) })),
+    levels,
+    wrongProbe,
+    { gold: plan.row.answer, wrong: plan.context.wrong[0]!, type: plan.context.type },
+    (requests) =>
+      evaluator.evaluate(
+        requests.map(({ completion, answer }) => under(completion, answer)),
+        { key: `row ${row} baselines`, phase: 'invariance' },
+      ),
   );
   judging = performance.now();
-  const baselineReward = new Map(baselineList.map(({ completion, answer }, index) => [`${answer}\u241f${completion}`, baselineResults[index]!] as const));
   const weighingOf = (index: number): Weighing => {
-    const commitments = baselinePlans.get(index);
-    if (!commitments) return gains;
-    const best = (answer: string, of: readonly { completion: string }[]): number | null => {
-      const rewards = of.flatMap(({ completion }) => {
-        const result = baselineReward.get(`${answer}\u241f${completion}`);
-        return result?.status === 'ok' && result.reward !== null ? [result.reward] : [];
-      });
-      return rewards.length > 0 ? Math.max(...rewards) : null;
-    };
-    return { ...gains, wrongUnder: (answer) => best(answer, commitmentsUnder(commitments, answer, plan.context.type)) };
+    const wrongUnder = baselines.wrongUnder(index);
+    return wrongUnder ? { ...gains, wrongUnder } : gains;
   };
   const settled = new Map<number, Verdict>();
   // A call that failed under an alternate gold is the one an error report should show.
@@ -401,7 +388,7 @@ export async function auditRow(
     let commitments: Commitments | null = null;
     if (commit) {
       const rewardOf = (completion: string, answer: string): number | null => {
-        const result = commitReward.get(`${answer}\u241f${completion}`);
+        const result = commitReward.get(callKey(answer, completion));
         return result?.status === 'ok' ? result.reward : null;
       };
       commitments = { values: commit.values, rewards: commit.completions.map((completion) => commit.values.map((answer) => rewardOf(completion, answer))) };
@@ -423,9 +410,7 @@ export async function auditRow(
   // Multiple choice: one label always given may pay more than guessing (see constant-answers.ts).
   const labelResults =
     plan.context.type === 'choice'
-      ? await weighConstantAnswers(plan.row, candidates, verdicts, levels, plan.context.choices, settings.minGain, evaluator, (completion, answer) =>
-          requestFor(plan, completion, answer, infoOf(answer)),
-        )
+      ? await weighConstantAnswers(plan.row, candidates, verdicts, levels, plan.context.choices, settings.minGain, evaluator, under)
       : [];
   return {
     plan,
@@ -438,7 +423,7 @@ export async function auditRow(
       verdicts,
       shown,
       variants: variants.map((variant, index) => ({ ...variant, result: variantResults[index]! })),
-      results: [...variantResults, ...alternateResults, ...nearResults, ...commitResults, ...baselineResults, ...labelResults],
+      results: [...variantResults, ...alternateResults, ...nearResults, ...commitResults, ...baselines.results, ...labelResults],
     },
     judgeMs,
   };
@@ -509,19 +494,6 @@ function commitmentsNeeded(
   const rewards = [reward, ...weighed.map(({ result }) => (result.status === 'ok' && result.reward !== null ? result.reward : layout.wrong))];
   if (!isGraded(rewards, layout) || !hedgeGain(reward, weighed, stated?.count ?? weighed.length + 1, layout)) return null;
   const values = [candidate.answer, ...weighed.map(({ answer }) => answer)];
-  const completions = values.map((value) => (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value));
+  const completions = values.map((value) => inLayout(layout, value));
   return { values, completions };
-}
-
-/**
- * Whether the gold, scored under an alternate gold, earns part of the honest
- * level: more than a wrong answer by the margin, less than the gold itself.
- * A verifier that pays the gold in full under another gold conflates the two
- * (a substring test both ways), which is what the audit looks for, so that
- * alternate stays.
- */
-function isNear(result: EvalResult, levels: Levels, margin: number): boolean {
-  if (result.status !== 'ok' || result.reward === null) return false;
-  const spread = levels.honestMax - levels.wrongCeiling;
-  return result.reward > levels.wrongCeiling + Math.max(1e-9, margin * spread) && result.reward < levels.honestMax - 1e-9;
 }

@@ -12,6 +12,11 @@ import { ANSWER_FORMATS } from '../types.js';
 
 export const THINK_PREFIX = '<think>\nLet me check this carefully before answering.\n</think>\n';
 
+/** A value written as a model would in a layout: a format, after a reasoning block where `think` is set. */
+export function inLayout(layout: { format: FormatName; think: boolean }, value: string): string {
+  return (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value);
+}
+
 export interface Probe {
   kind: 'honest' | 'wrong';
   format: FormatName;

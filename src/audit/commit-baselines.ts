@@ -1,5 +1,5 @@
-import { renderInFormat, slotValue, type FormatName } from './answer-values.js';
-import { THINK_PREFIX, type Levels, type Probe } from './calibrate.js';
+import { slotValue, type FormatName } from './answer-values.js';
+import { inLayout, type Levels, type Probe } from './calibrate.js';
 import type { Candidate } from './expand-candidates.js';
 import { sameValue } from './invariance.js';
 import { layoutOf } from './judge.js';
@@ -57,10 +57,10 @@ export function commitmentsFor(
 ): Commitment[] {
   const out: Commitment[] = [];
   for (const value of [values.wrong, values.gold]) {
-    if (probe) out.push({ value, completion: (probe.think ? THINK_PREFIX : '') + renderInFormat(probe.format, value) });
+    if (probe) out.push({ value, completion: inLayout(probe, value) });
     // In the completion's own layout: the value written plainly there, and the completion with its slot holding it.
     const layout = layoutOf(candidate, levels);
-    if (layout) out.push({ value, completion: (layout.think ? THINK_PREFIX : '') + renderInFormat(layout.format, value) });
+    if (layout) out.push({ value, completion: inLayout(layout, value) });
     const own = layout && layout.format !== 'bare' ? withSlot(candidate.completion, layout.format, value) : undefined;
     if (own !== undefined && own !== candidate.completion) out.push({ value, completion: own });
   }
@@ -70,4 +70,63 @@ export function commitmentsFor(
 /** The commitments that count under a gold: a guess of that very gold is knowing the answer. */
 export function commitmentsUnder(commitments: readonly Commitment[], gold: string, type: AnswerType): Commitment[] {
   return commitments.filter(({ value }) => !sameValue(value, gold, type));
+}
+
+/** One call of a completion under a gold, as the row's maps of measured calls key it. */
+export function callKey(answer: string, completion: string): string {
+  return `${answer}\u241f${completion}`;
+}
+
+/**
+ * Measure the commitments of each completion paid whatever the gold, under
+ * the row's gold and each of its alternates, in one evaluation; what the
+ * best of them earns under a gold is that completion's `wrongUnder`.
+ */
+export async function measureBaselines(
+  paid: readonly { index: number; candidate: Pick<Candidate, 'format' | 'completion'>; answers: readonly string[] }[],
+  levels: Levels,
+  probe: Probe | undefined,
+  row: { gold: string; wrong: string; type: AnswerType },
+  evaluate: (requests: { completion: string; answer: string }[]) => Promise<EvalResult[]>,
+): Promise<{ results: EvalResult[]; wrongUnder: (index: number) => ((gold: string) => number | null) | undefined }> {
+  const keys = new Map<string, { completion: string; answer: string }>();
+  const plans = new Map(
+    paid.map(({ index, candidate, answers }) => {
+      const commitments = commitmentsFor(candidate, levels, probe, { gold: row.gold, wrong: row.wrong });
+      for (const answer of [row.gold, ...answers]) {
+        for (const { completion } of commitmentsUnder(commitments, answer, row.type)) keys.set(callKey(answer, completion), { completion, answer });
+      }
+      return [index, commitments] as const;
+    }),
+  );
+  const list = [...keys.values()];
+  const results = await evaluate(list);
+  const measured = new Map(list.map(({ completion, answer }, position) => [callKey(answer, completion), results[position]!] as const));
+  const best = (answer: string, of: readonly Commitment[]): number | null => {
+    const rewards = of.flatMap(({ completion }) => {
+      const result = measured.get(callKey(answer, completion));
+      return result?.status === 'ok' && result.reward !== null ? [result.reward] : [];
+    });
+    return rewards.length > 0 ? Math.max(...rewards) : null;
+  };
+  return {
+    results,
+    wrongUnder: (index) => {
+      const commitments = plans.get(index);
+      return commitments ? (answer) => best(answer, commitmentsUnder(commitments, answer, row.type)) : undefined;
+    },
+  };
+}
+
+/**
+ * Whether the gold, scored under an alternate gold, earns part of the honest
+ * level: more than a wrong answer by the margin, less than the gold itself.
+ * A verifier that pays the gold in full under another gold conflates the two
+ * (a substring test both ways), which is what the audit looks for, so that
+ * alternate stays.
+ */
+export function isNear(result: EvalResult, levels: Levels, margin: number): boolean {
+  if (result.status !== 'ok' || result.reward === null) return false;
+  const spread = levels.honestMax - levels.wrongCeiling;
+  return result.reward > levels.wrongCeiling + Math.max(1e-9, margin * spread) && result.reward < levels.honestMax - 1e-9;
 }
