@@ -7,11 +7,11 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
+  mkdtempSync,
   readdirSync,
-  readFileSync,
   readlinkSync,
-  realpathSync,
   renameSync,
+  rmSync,
   writeFileSync,
   type Stats,
 } from 'node:fs';
@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { hostBinds, probeStaging, withOverlays } from './host-binds.js';
 import { seccompProgram } from './seccomp.js';
 
 /**
@@ -50,6 +51,13 @@ export interface Sandbox {
   readonly filterRefused?: boolean;
   /** Set where this bubblewrap or kernel lacks --disable-userns: the sandbox holds without it, one namespace layer less. */
   readonly withoutDisableUserns?: boolean;
+  /**
+   * Set where the host directories can be shown through overlays (see
+   * host-binds.ts), with the `unshare` that mounts them; elsewhere the
+   * verifier gets no unix socket, so that no host service's can be reached.
+   */
+  readonly overlays?: boolean;
+  readonly unshare?: string | null;
 }
 
 /** Where the sandboxed process finds its home and temporary directory. */
@@ -122,6 +130,8 @@ interface BwrapProbe {
   filterRefused: boolean;
   /** Older kernels and bubblewraps lack --disable-userns. */
   withoutDisableUserns: boolean;
+  /** The `unshare` that mounts the overlays (see host-binds.ts), where they can be made here; else null. */
+  unshare: string | null;
 }
 
 const probes = new Map<string, Promise<BwrapProbe>>();
@@ -160,33 +170,64 @@ function probeBwrap(): Promise<BwrapProbe> {
   if (!probe) {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
-      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false };
+      const unshare = findOnPath('unshare');
+      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false, unshare: null };
       // A worker launched in the hoped sandbox in this turn of the event loop is registered by the next.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const launch = hopedLaunches.get(key);
-      if (launch && (await launch)) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns: false };
+      if (launch && (await launch)) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns: false, unshare };
       // Through a pipe, so a run killed while it probes leaves no file behind.
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
       for (const withoutDisableUserns of [false, true]) {
         const trial = (withFilter: boolean) =>
           run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
-        if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns };
-        const plain = await trial(false);
+        const withFilter = filter !== null && (await trial(true)).ok;
+        const plain = withFilter ? { ok: true, stderr: '' } : await trial(false);
         first ??= plain;
-        if (plain.ok) return { bwrap, problem: null, filterRefused: filter !== null, withoutDisableUserns };
+        if (plain.ok) {
+          const overlays = unshare !== null && (await overlaysWork(unshare, bwrap, withoutDisableUserns));
+          return { bwrap, problem: null, filterRefused: filter !== null && !withFilter, withoutDisableUserns, unshare: overlays ? unshare : null };
+        }
       }
       return {
         bwrap: null,
         problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`,
         filterRefused: false,
         withoutDisableUserns: false,
+        unshare: null,
       };
     })().finally(() => answered.add(key));
     probes.set(key, probe);
   }
   return probe;
 }
+
+/** Whether an overlay of a directory can be mounted and bound into the sandbox here (see host-binds.ts). */
+async function overlaysWork(unshare: string, bwrap: string, withoutDisableUserns: boolean): Promise<boolean> {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), 'gatekept-probe-'));
+  try {
+    const staging = probeStaging(scratch);
+    const source = staging.sources[0]!;
+    const launch = withOverlays(unshare, staging, bwrap, [
+      ...baseArgs(false, withoutDisableUserns),
+      '--ro-bind',
+      path.join(staging.dir, 'm0'),
+      source,
+      '--',
+      '/bin/sh',
+      '-c',
+      'exit 0',
+    ]);
+    return (await run(launch.command, launch.args)).ok;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Said on every run whose sandbox cannot show directories through overlays: no unix socket for the verifier. */
+export const NO_OVERLAY_WARNING =
+  'the sandbox cannot show directories through overlays here (no unshare, or a kernel without unprivileged overlayfs), so the verifier may open no unix socket: multiprocessing managers and fork servers will fail';
 
 /** Said on every run whose sandbox lacks the filter although this machine has one. */
 export const NO_FILTER_WARNING =
@@ -195,8 +236,12 @@ export const NO_FILTER_WARNING =
 /** Choose the sandbox for a run. 'bwrap' refuses to run without it; 'auto' falls back with a warning. */
 export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> {
   if (mode === 'none') return { kind: 'none', bwrap: null, warning: NO_SANDBOX_WARNING };
-  const { bwrap, problem, filterRefused, withoutDisableUserns } = await probeBwrap();
-  if (bwrap) return { kind: 'bwrap', bwrap, warning: filterRefused ? NO_FILTER_WARNING : null, filterRefused, withoutDisableUserns };
+  const { bwrap, problem, filterRefused, withoutDisableUserns, unshare } = await probeBwrap();
+  if (bwrap) {
+    const overlays = unshare !== null;
+    const warning = filterRefused ? NO_FILTER_WARNING : overlays ? null : NO_OVERLAY_WARNING;
+    return { kind: 'bwrap', bwrap, warning, filterRefused, withoutDisableUserns, overlays, unshare };
+  }
   if (mode === 'bwrap') {
     throw new GatekeptError('SANDBOX_UNAVAILABLE', `--sandbox bwrap was asked for, but ${problem ?? 'bubblewrap is unavailable'}`, {
       suggestion: 'install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto',
@@ -214,7 +259,8 @@ export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> 
 export function hopedSandbox(mode: SandboxMode = 'auto'): Sandbox | null {
   if (mode === 'none' || answered.has(process.env.PATH ?? '')) return null;
   const bwrap = findOnPath('bwrap');
-  return bwrap ? { kind: 'bwrap', bwrap, warning: null, filterRefused: false, withoutDisableUserns: false } : null;
+  const unshare = findOnPath('unshare');
+  return bwrap ? { kind: 'bwrap', bwrap, warning: null, filterRefused: false, withoutDisableUserns: false, overlays: unshare !== null, unshare } : null;
 }
 
 /** Whether two sandboxes start processes alike. */
@@ -223,7 +269,8 @@ export function sameSandbox(a: Sandbox, b: Sandbox): boolean {
     a.kind === b.kind &&
     a.bwrap === b.bwrap &&
     (a.filterRefused ?? false) === (b.filterRefused ?? false) &&
-    (a.withoutDisableUserns ?? false) === (b.withoutDisableUserns ?? false)
+    (a.withoutDisableUserns ?? false) === (b.withoutDisableUserns ?? false) &&
+    (a.overlays ?? false) === (b.overlays ?? false)
   );
 }
 
@@ -327,20 +374,6 @@ function lstatOrNull(entry: string): Stats | null {
   }
 }
 
-/** Existing, symlink-free form of a path, or null. */
-function real(entry: string): string | null {
-  try {
-    return realpathSync(entry);
-  } catch {
-    return null;
-  }
-}
-
-function isUnder(child: string, parent: string): boolean {
-  const relative = path.relative(parent, child);
-  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
-}
-
 export interface SandboxLayout {
   /** Host directory for gatekept's own files about the sandbox; never mounted writable, nor reachable from inside. */
   scratch: string;
@@ -352,20 +385,6 @@ export interface SandboxLayout {
   readable: readonly string[];
   /** Keep the host network (smoke's loopback server); everything else stays isolated. */
   shareNet?: boolean;
-}
-
-/** Paths bound by systemArgs already. */
-const SYSTEM_ROOTS = ['/usr'];
-
-/**
- * bubblewrap arguments that cover `entry`: an empty tmpfs over a directory,
- * an empty file over anything else (a device node would not open: the
- * sandbox's mounts carry nodev).
- */
-function coverArgs(entry: string, empty: string): string[] {
-  const info = lstatOrNull(entry);
-  if (!info) return [];
-  return info.isDirectory() ? ['--tmpfs', entry] : ['--ro-bind', empty, entry];
 }
 
 /**
@@ -417,93 +436,6 @@ function neutralScripts(command: readonly string[], scratch: string): { args: st
   return { args: ['--ro-bind', copies, app], renamed };
 }
 
-/**
- * The read-only binds of the paths a process must read, and the covers over
- * what inside them is nobody's business. Each directory bound is searched
- * for dot-entries (`.env`, `.npmrc`, `.aws`, `.netrc`, `.git`...), which are
- * covered; a dot-entry that is a link is covered where it points, when that
- * is inside what is bound (elsewhere it dangles). A needed path under a cover
- * (a venv in `~/.cache`) is bound again after the covers, alone: a later
- * mount hides an earlier one, so the order matters.
- */
-/**
- * The paths of the unix sockets bound in this network namespace, from the
- * kernel's own table: every host service a verifier could `connect()` to by
- * path is listed there, whatever the size of the directories bound, and the
- * table is read in a millisecond where searching a checkout's files for
- * socket files costs tens. Abstract names are left out (the sandbox has its
- * own network namespace, so they are out of reach), and so are names bound
- * relative to a directory we cannot know. Null where the table cannot be
- * read: the sandbox then refuses the verifier unix sockets of its own.
- */
-function boundSocketPaths(): string[] | null {
-  let table: string;
-  try {
-    table = readFileSync('/proc/net/unix', 'latin1');
-  } catch {
-    return null;
-  }
-  const paths = new Set<string>();
-  for (const line of table.split('\n').slice(1)) {
-    // Num RefCount Protocol Flags Type St Inode Path: the path is all that follows the seventh field.
-    const match = /^\s*\S+:\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+\d+\s(.+)$/.exec(line);
-    if (match?.[1]?.startsWith('/')) paths.add(Buffer.from(match[1], 'latin1').toString('utf8'));
-  }
-  return [...paths];
-}
-
-/** Where a listed socket is now, through any link in its directory's path; null if no socket is there. */
-function socketAt(listed: string): string | null {
-  const dir = real(path.dirname(listed));
-  if (dir === null) return null;
-  const at = path.join(dir, path.basename(listed));
-  return lstatOrNull(at)?.isSocket() ? at : null;
-}
-
-function readableArgs(readable: readonly string[], scratch: string): { args: string[]; socketsCovered: boolean } {
-  const entries = [...new Set(readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null && entry !== '/'))]
-    .filter((entry) => !SYSTEM_ROOTS.some((root) => isUnder(entry, root)))
-    .sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
-  const roots = entries.filter((entry) => !entries.some((other) => other !== entry && isUnder(entry, other)));
-  const covers: string[] = [];
-  for (const root of roots) {
-    let names: string[];
-    try {
-      names = lstatSync(root).isDirectory() ? readdirSync(root) : [];
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      if (!name.startsWith('.')) continue;
-      const entry = path.join(root, name);
-      // A dot-directory that is itself what the process needs stays whole.
-      if (entries.includes(entry)) continue;
-      const target = lstatOrNull(entry)?.isSymbolicLink() ? real(entry) : entry;
-      if (target && roots.some((bound) => isUnder(target, bound)) && !covers.includes(target)) covers.push(target);
-    }
-  }
-  // Bound sockets are covered like dot-entries, after them (one inside a
-  // needed path bound again would show through otherwise).
-  const listed = boundSocketPaths();
-  const sockets: string[] = [];
-  for (const entry of listed ?? []) {
-    const at = socketAt(entry);
-    if (at && roots.some((root) => isUnder(at, root)) && !covers.some((cover) => isUnder(at, cover)) && !sockets.includes(at)) sockets.push(at);
-  }
-  const socketsCovered = listed !== null;
-  const args: string[] = [];
-  for (const root of roots) args.push('--ro-bind', root, root);
-  const empty = path.join(scratch, 'empty');
-  if (covers.length > 0 || sockets.length > 0) writeFileSync(empty, '');
-  for (const cover of covers) args.push(...coverArgs(cover, empty));
-  for (const entry of entries) {
-    if (roots.includes(entry)) continue;
-    if (covers.some((cover) => isUnder(entry, cover))) args.push('--ro-bind', entry, entry);
-  }
-  for (const socket of sockets) args.push('--ro-bind', empty, socket);
-  return { args, socketsCovered };
-}
-
 /** The sandbox's own accounts: its user and root, none of the host's. */
 function accountFiles(scratch: string): string[] {
   const passwd = path.join(scratch, 'passwd');
@@ -553,8 +485,9 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);
   // Writable shared memory, private to the sandbox (joblib and multiprocessing use it).
   argv.push('--size', String(SHM_TMPFS_BYTES), '--tmpfs', '/dev/shm');
-  const readableBinds = readableArgs(layout.readable, layout.scratch);
-  argv.push(...readableBinds.args);
+  const overlays = sandbox.overlays ?? false;
+  const binds = hostBinds(layout.readable, layout.scratch, overlays);
+  argv.push(...binds.args);
   // The parent's command line names the host's directories (and gatekept):
   // an ordinary init's is shown instead, under both names the kernel gives it.
   const cmdline = path.join(layout.scratch, 'init-cmdline');
@@ -562,8 +495,10 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   argv.push('--ro-bind', cmdline, '/proc/1/cmdline', '--ro-bind', cmdline, '/proc/1/task/1/cmdline');
   const scripts = neutralScripts(args, layout.scratch);
   argv.push(...scripts.args);
-  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, readableBinds.socketsCovered);
+  // Without overlays a host socket in a bound directory would be reachable: the verifier gets no unix socket at all.
+  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, overlays);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
+  if (binds.staging && sandbox.unshare) return { ...withOverlays(sandbox.unshare, binds.staging, sandbox.bwrap, argv), seccompFile };
   return { command: sandbox.bwrap, args: argv, seccompFile };
 }

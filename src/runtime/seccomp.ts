@@ -6,11 +6,11 @@ import os from 'node:os';
  *
  * Why: a read-only mount does not stop connect() to a unix socket on it (a
  * service listening in a directory bound into the sandbox). The network
- * namespace only covers IP and abstract unix addresses. The sandbox covers
- * every socket the kernel lists as bound under the directories it binds
- * (see sandbox.ts), so a unix stream socket of the verifier's own
+ * namespace only covers IP and abstract unix addresses. The sandbox shows
+ * the host directories it binds through overlays (see host-binds.ts), where
+ * no host socket answers, so a unix stream socket of the verifier's own
  * (multiprocessing's managers and fork server listen on one in a temporary
- * directory) reaches nothing of the host; where that list cannot be read,
+ * directory) reaches nothing of the host; where overlays cannot be made,
  * the filter refuses AF_UNIX sockets altogether (`unixStream` false). Other unix socket
  * types are always refused, and every socket pair but a stream pair: a
  * datagram socket can be addressed anew by sendto(), and the kernel silently
@@ -29,7 +29,11 @@ import os from 'node:os';
  * 1) or the supervisor (pid 2, the process bubblewrap starts), nor any group
  * or broadcast they belong to: a verifier that stopped its supervisor would
  * stall the audit in timeouts and restarts. Signals to the verifier's own
- * processes pass.
+ * processes pass. Nor can the kernel be made to send one on its behalf: the
+ * owner and the signal of a descriptor's I/O notices (fcntl F_SETOWN,
+ * F_SETOWN_EX, F_SETSIG; ioctl FIOSETOWN, SIOCSPGRP) cannot be set, since
+ * that owner may be any process or group, the supervisor's included, and
+ * the signal any one, SIGSTOP included. Nothing a verifier runs sets them.
  *
  * Only for the architectures we know the syscall numbers of; elsewhere the
  * sandbox runs without the filter (docs/isolation.md says so).
@@ -40,6 +44,8 @@ interface Arch {
   audit: number;
   socket: number;
   socketpair: number;
+  fcntl: number;
+  ioctl: number;
   /** kill(2), then the calls that signal one thread or queue a signal: tkill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo. */
   kill: number;
   signalThread: readonly number[];
@@ -54,6 +60,8 @@ const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
     audit: 0xc000003e,
     socket: 41,
     socketpair: 53,
+    fcntl: 72,
+    ioctl: 16,
     kill: 62,
     signalThread: [200, 234, 129, 297],
     // ptrace, syslog, uselib, modify_ldt, pivot_root, chroot, acct, mount, umount2, quotactl,
@@ -66,6 +74,8 @@ const ARCHES: Partial<Record<NodeJS.Architecture, Arch>> = {
     audit: 0xc00000b7,
     socket: 198,
     socketpair: 199,
+    fcntl: 25,
+    ioctl: 29,
     kill: 129,
     signalThread: [130, 131, 138, 240],
     // umount2, mount, pivot_root, chroot, quotactl, acct, unshare, syslog, ptrace, add_key,
@@ -85,6 +95,10 @@ const NR_PIDFD_SEND_SIGNAL = 424;
 const NR_PIDFD_OPEN = 434;
 /** bubblewrap's init and the process it starts (the supervisor), in the sandbox's PID namespace. */
 const PROTECTED_PIDS = [1, 2];
+/** fcntl commands that set who gets a descriptor's signals, and which signal: F_SETOWN, F_SETSIG, F_SETOWN_EX. */
+const FCNTL_SIGNAL_OWNER = [8, 10, 15];
+/** The same through ioctl: FIOSETOWN, SIOCSPGRP. */
+const IOCTL_SIGNAL_OWNER = [0x8901, 0x8902];
 const AF_UNIX = 1;
 const SOCK_STREAM = 1;
 /** socket(2)'s type carries SOCK_NONBLOCK and SOCK_CLOEXEC in its high bits. */
@@ -134,6 +148,8 @@ function program(arch: Arch, unixStream: boolean): Instruction[] {
     ...(arch.x32Bit === null ? [] : [jset(arch.x32Bit, 'eperm', null)]),
     jeq(arch.socket, 'socket', null),
     jeq(arch.socketpair, 'socketpair', null),
+    jeq(arch.fcntl, 'fcntl', null),
+    jeq(arch.ioctl, 'ioctl', null),
     jeq(NR_IO_URING_SETUP, 'enosys', null),
     ...NEW_MOUNT_API.map((nr) => jeq(nr, 'enosys', null)),
     ...arch.denied.map((nr) => jeq(nr, 'eperm', null)),
@@ -148,6 +164,12 @@ function program(arch: Arch, unixStream: boolean): Instruction[] {
     ...PROTECTED_PIDS.map((pid) => jeq(pid, 'eperm', null)),
     ret(SECCOMP_RET_ALLOW),
     // Classic BPF jumps forward only, hence an allow at the end of each check.
+    load(offsetArg(1), 'fcntl'),
+    ...FCNTL_SIGNAL_OWNER.map((cmd) => jeq(cmd, 'eperm', null)),
+    ret(SECCOMP_RET_ALLOW),
+    load(offsetArg(1), 'ioctl'),
+    ...IOCTL_SIGNAL_OWNER.map((cmd) => jeq(cmd, 'eperm', null)),
+    ret(SECCOMP_RET_ALLOW),
     load(offsetArg(0), 'socket'),
     jeq(AF_UNIX, null, 'allow'),
     ...(unixStream ? [load(offsetArg(1)), and(SOCK_TYPE_MASK), jeq(SOCK_STREAM, 'allow', 'eacces')] : [ret(SECCOMP_RET_ERRNO | EACCES)]),
