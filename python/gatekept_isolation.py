@@ -101,6 +101,12 @@ for _name in _KILL_EVENTS:
     _EVENT_KIND[_name] = "kill_blocked"
 for _name in _PATH_EVENTS:
     _EVENT_KIND[_name] = "path"
+# Setting who receives a descriptor's I/O signals, and which signal, makes the
+# kernel signal any process or group, its supervisor's included, on the
+# verifier's behalf: F_SETOWN, F_SETSIG, F_SETOWN_EX; FIOSETOWN, SIOCSPGRP.
+_SIGNAL_OWNER_CALLS = {"fcntl.fcntl": frozenset((8, 10, 15)), "fcntl.ioctl": frozenset((0x8901, 0x8902))}
+for _name in _SIGNAL_OWNER_CALLS:
+    _EVENT_KIND[_name] = "signal_owner"
 
 # Another process's environment holds the caller's credentials (the worker's
 # own was whitelisted), and its memory holds the same strings.
@@ -311,6 +317,10 @@ def _audit(event, args):
         _block(kind, _describe_network(event, args))
     if kind == "subprocess_blocked":
         _child_process(event, args)
+    if kind == "signal_owner":
+        if len(args) > 1 and type(args[1]) is int and (args[1] & 0xFFFFFFFF) in _SIGNAL_OWNER_CALLS[event]:
+            _block("kill_blocked", "%s: set the signal owner of a descriptor (command %#x)" % (event, args[1]))
+        return
     if kind == "kill_blocked":
         if _own_descendant_target(event, args):
             return

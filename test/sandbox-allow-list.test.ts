@@ -162,6 +162,20 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect(run.exitCode, run.stderr).toBe(0);
   });
 
+  it('a verifier that has the kernel stop its supervisor (a descriptor whose I/O signal is SIGSTOP, owned by the supervisor) is refused and rejected', async () => {
+    const run = await gate('owner_signal_call');
+    expect(run.stdout).toMatch(/"kind": ?"kill_blocked"/);
+    expect(run.stdout).toMatch(/set the signal owner of a descriptor/);
+    expect(run.stdout).toMatch(/"decision": ?"REJECT"/);
+    expect(run.exitCode, run.stderr).toBe(1);
+  });
+
+  it('a verifier that has the kernel stop its whole process group while it warms up cannot stall the audit', async () => {
+    const run = await gate('owner_signal_group');
+    expect(run.stdout).toMatch(/"decision": ?"PASS"/);
+    expect(run.exitCode, run.stderr).toBe(0);
+  });
+
   it("links swapped into the verifier's home while the calls end never lead gatekept to a host directory", async () => {
     const run = await gate('home_swap');
     expect(run.exitCode, run.stderr).toBeLessThanOrEqual(1);
