@@ -14,6 +14,7 @@ import { liveDirRegistry } from './cleanup.js';
 import { earlyExit, importTimeout, loadFailure } from './load-failure.js';
 import { describeExit, waitFor, type ExitInfo } from './python-process.js';
 import { probePython } from './resolve-python.js';
+import { writeCompiled } from './runtime-cache.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
 import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
@@ -510,7 +511,9 @@ async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Pr
   // around it (a pyenv shim needs machinery the sandbox hides); without it,
   // the interpreter exactly as given.
   const python = sandbox.kind === 'bwrap' ? runtime.executable : normalised.python;
-  const harness = runtime.bytecode ? path.join(runtime.bytecode, 'harness.pyc') : HARNESS_PATH;
+  // The compiled harness as this process read and checked it, written into
+  // the run's own directory: workers never load a file in the cache.
+  const harness = runtime.scripts ? writeCompiled(runtime.scripts, path.join(workdir, 'compiled')) : HARNESS_PATH;
   const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable, harness);
   try {
     await session.start();
