@@ -1,9 +1,12 @@
 /**
  * The interpreter probe kept between runs, and the harness compiled once per
  * interpreter: a second run starts no probe, a changed interpreter is asked
- * again, and workers run the compiled harness.
+ * again, and workers run the compiled harness; a compiled file changed in
+ * the cache is never run, and is compiled again.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -96,4 +99,61 @@ it.skipIf(!HAS_BWRAP)(
     expect(await starts()).toBe(before);
   },
   60_000,
+);
+
+/** A gate run with its own cache, whatever its exit code. */
+function gateIn(cache: string, sandbox: string) {
+  return spawnSync(
+    process.execPath,
+    [BIN, 'gate', '--reward', path.join(scratch, 'verifier.py:reward'), '--answer', '42', '--python', wrapper, '--sandbox', sandbox, '--json'],
+    { cwd: scratch, env: { ...process.env, XDG_CACHE_HOME: cache }, encoding: 'utf8' },
+  );
+}
+
+const sha256 = (file: string): string => createHash('sha256').update(readFileSync(file)).digest('hex');
+
+it.each(HAS_BWRAP ? ['none', 'bwrap'] : ['none'])(
+  'never runs a compiled file rewritten in the cache with its size and mtime kept, but compiles it again and says so (sandbox %s)',
+  async (sandbox) => {
+    const cache = path.join(scratch, `tampered-${sandbox}`);
+    const first = gateIn(cache, sandbox);
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stderr).not.toMatch(/compiled it again/);
+    const [dir] = await readdir(path.join(cache, 'gatekept', 'bytecode'));
+    const calls = path.join(cache, 'gatekept', 'bytecode', dir!, 'gatekept_calls.pyc');
+    const genuine = sha256(calls);
+    const before = statSync(calls);
+    // What a verifier run without the sandbox could do to every later run:
+    // rewrite the calling convention in place, past its header, and set its
+    // mtime back, so every stamp the cache kept still matches.
+    execFileSync(PYTHON, [
+      '-c',
+      [
+        'import os, sys',
+        'before = os.stat(sys.argv[1])',
+        'with open(sys.argv[1], "r+b") as f:',
+        '    f.seek(16)',
+        '    f.write(b"N" * min(256, before.st_size - 16))',
+        'os.utime(sys.argv[1], ns=(before.st_atime_ns, before.st_mtime_ns))',
+      ].join('\n'),
+      calls,
+    ]);
+    const after = statSync(calls);
+    expect([after.ino, after.size, after.mtimeMs]).toEqual([before.ino, before.size, before.mtimeMs]);
+    expect(sha256(calls)).not.toBe(genuine);
+    // The verifier rewards the gold only under the compiled harness: a PASS
+    // says the run used compiled files, and the check says they were genuine.
+    const second = gateIn(cache, sandbox);
+    expect(second.status, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(
+      /warning: the compiled harness in .* changed after gatekept compiled it \(gatekept_calls\.pyc is not the file gatekept compiled\); compiled it again/,
+    );
+    expect(JSON.parse(second.stdout).decision).toBe('PASS');
+    expect(sha256(calls)).toBe(genuine);
+    // Compiled again once: the next run finds it genuine and says nothing.
+    const third = gateIn(cache, sandbox);
+    expect(third.status, third.stderr).toBe(0);
+    expect(third.stderr).not.toMatch(/compiled it again/);
+  },
+  90_000,
 );

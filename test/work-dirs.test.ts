@@ -1,13 +1,16 @@
 /**
  * Working directories of verifier processes: neutral names (a sandbox's mount
- * table shows them), swept after a killed run only when they are marked ours.
+ * table shows them), swept after a killed run only when they carry gatekept's
+ * marker, which their removal takes last.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../src/paths.js';
 
 let scratch: string;
 const previous = process.env.TMPDIR;
@@ -23,22 +26,33 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
+/** A pid that no longer exists: a child that has already exited. */
+function deadPid(): string {
+  return spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+}
+
 it('names a working directory without gatekept, and sweeps only the leftovers of its own dead runs', async () => {
-  // A pid that no longer exists: a child that has already exited.
-  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+  const dead = deadPid();
   const ours = path.join(scratch, `run-${dead}-Abc123`);
-  const theirs = path.join(scratch, `run-${dead}-Xyz789`);
   await mkdir(path.join(ours, 'home'), { recursive: true });
-  await writeFile(path.join(ours, '.gatekept-work-dir'), '');
+  await writeFile(path.join(ours, '.gatekept-work-dir'), `gatekept work directory of process ${dead}\n`);
+  const theirs = path.join(scratch, `run-${dead}-Xyz789`);
   await mkdir(theirs);
   await writeFile(path.join(theirs, 'notes.txt'), 'not ours');
-  // Killed before it wrote its marker: holds only what ours hold.
-  const unmarked = path.join(scratch, `run-${dead}-Unm4rk`);
-  await mkdir(path.join(unmarked, 'home'), { recursive: true });
-  // Killed while removing its own directory: the marker went first, the sandbox's scratch files remain.
-  const halfRemoved = path.join(scratch, `run-${dead}-Half01`);
-  await mkdir(path.join(halfRemoved, 'app'), { recursive: true });
-  for (const name of ['empty', 'group', 'passwd', 'init-cmdline', 'seccomp.bpf', 'seccomp-nounix.bpf']) await writeFile(path.join(halfRemoved, name), '');
+  // Another program's directory that happens to look like ours inside:
+  // nothing but a home and a temp directory, with its files in them.
+  const lookalike = path.join(scratch, `run-${dead}-Unm4rk`);
+  await mkdir(path.join(lookalike, 'home'), { recursive: true });
+  await mkdir(path.join(lookalike, 'tmp'));
+  await writeFile(path.join(lookalike, 'home', 'canary'), 'keep me');
+  // Named like the sandbox's scratch files, still not marked.
+  const scratchLike = path.join(scratch, `run-${dead}-Half01`);
+  await mkdir(path.join(scratchLike, 'app'), { recursive: true });
+  for (const name of ['empty', 'group', 'passwd', 'init-cmdline']) await writeFile(path.join(scratchLike, name), 'theirs');
+  // A marker that names another process was copied, not written by the run this name names.
+  const copied = path.join(scratch, `run-${dead}-Copy01`);
+  await mkdir(path.join(copied, 'home'), { recursive: true });
+  await writeFile(path.join(copied, '.gatekept-work-dir'), `gatekept work directory of process ${process.pid}\n`);
   const { makeWorkDir, workDirsSwept } = await import('../src/runtime/stale-dirs.js');
   const registry = new Set<string>();
   const dir = await makeWorkDir(registry);
@@ -48,10 +62,83 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   expect(path.basename(dir)).not.toMatch(/gatekept/i);
   expect(registry.has(dir)).toBe(true);
   expect((await readdir(dir)).sort()).toEqual(['.gatekept-work-dir', 'home', 'tmp']);
+  expect(await readFile(path.join(dir, '.gatekept-work-dir'), 'utf8')).toBe(`gatekept work directory of process ${process.pid}\n`);
   expect(existsSync(ours)).toBe(false);
-  expect(existsSync(unmarked)).toBe(false);
-  expect(existsSync(halfRemoved)).toBe(false);
   expect(existsSync(theirs)).toBe(true);
+  expect(await readFile(path.join(lookalike, 'home', 'canary'), 'utf8')).toBe('keep me');
+  expect((await readdir(scratchLike)).sort()).toEqual(['app', 'empty', 'group', 'init-cmdline', 'passwd']);
+  expect(existsSync(copied)).toBe(true);
+});
+
+/**
+ * Makes a file that nobody may remove, and undoes it: the permissions of its
+ * directory for a user, the immutable attribute for root (whom permissions
+ * do not stop). Null where neither holds.
+ */
+function undeletable(): { lock: string; unlock: (file: string) => void } | null {
+  if (process.getuid?.() !== 0) {
+    return {
+      lock: 'chmodSync(path.dirname(file), 0o500)',
+      unlock: (file) => chmodSync(path.dirname(file), 0o700),
+    };
+  }
+  const probe = path.join(os.tmpdir(), `gatekept-immutable-probe-${process.pid}`);
+  writeFileSync(probe, '');
+  const works = spawnSync('chattr', ['+i', probe]).status === 0;
+  spawnSync('chattr', ['-i', probe]);
+  rmSync(probe, { force: true });
+  return works
+    ? {
+        lock: "execFileSync('chattr', ['+i', file])",
+        unlock: (file) => {
+          spawnSync('chattr', ['-i', file]);
+        },
+      }
+    : null;
+}
+
+const LOCK = undeletable();
+
+it.skipIf(LOCK === null)('leaves a marked directory when its removal is cut short, and the next sweep finishes it', async () => {
+  const { lock, unlock } = LOCK!;
+  // A run whose exit hook cannot remove everything: one file deep in the
+  // verifier's home stays, as if the process had been killed there.
+  const child = spawnSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      [
+        "import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';",
+        "import { execFileSync } from 'node:child_process';",
+        "import path from 'node:path';",
+        `import { makeWorkDir } from ${JSON.stringify(pathToFileURL(path.join(PACKAGE_ROOT, 'dist', 'runtime', 'stale-dirs.js')).href)};`,
+        `import { cleanUpNow, liveDirRegistry } from ${JSON.stringify(pathToFileURL(path.join(PACKAGE_ROOT, 'dist', 'runtime', 'cleanup.js')).href)};`,
+        'const dir = await makeWorkDir(liveDirRegistry());',
+        "for (const name of ['a', 'b', 'c', 'd']) writeFileSync(path.join(dir, name), name);",
+        "mkdirSync(path.join(dir, 'home', 'cache'));",
+        "const file = path.join(dir, 'home', 'cache', 'stuck');",
+        "writeFileSync(file, '');",
+        `${lock};`,
+        'process.stdout.write(file);',
+        'cleanUpNow();',
+      ].join('\n'),
+    ],
+    { env: { ...process.env, TMPDIR: scratch }, encoding: 'utf8' },
+  );
+  expect(child.status, child.stderr).toBe(0);
+  const stuck = child.stdout;
+  const dir = path.dirname(path.dirname(path.dirname(stuck)));
+  try {
+    // Interrupted: what is left still says whose it is.
+    expect(existsSync(stuck)).toBe(true);
+    expect(await readdir(dir)).toContain('.gatekept-work-dir');
+  } finally {
+    unlock(stuck);
+  }
+  const { sweepWorkDirs } = await import('../src/runtime/stale-dirs.js');
+  expect(await sweepWorkDirs(scratch)).toContain(dir);
+  expect(existsSync(dir)).toBe(false);
 });
 
 it('tells a reused pid from the creator: a process younger than the directory did not make it', async () => {

@@ -48,11 +48,17 @@ function probeSandbox(mode: SandboxMode): Promise<Sandbox> {
  * Asking the interpreter for its version and paths starts a process the
  * worker's launch waits for; started here, it runs alongside the sandbox
  * probe and the policy (probePython remembers the answer). A bad interpreter
- * is reported later, by the command itself.
+ * is reported later, by the command itself; a compiled harness that had to
+ * be compiled again is said here, like the sandbox.
  */
-function probePythonEarly(python: string | undefined): void {
+function probePythonEarly(io: Io, python: string | undefined): void {
   try {
-    probePython(resolvePython(python)).catch(() => undefined);
+    probePython(resolvePython(python)).then(
+      (runtime) => {
+        if (runtime.warning) io.stderr(`warning: ${runtime.warning}\n`);
+      },
+      () => undefined,
+    );
   } catch {
     // reported by the command
   }
@@ -86,7 +92,7 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     // Asked in the same turn as the gate below starts its first worker, so
     // that worker's start can answer the probe (see hopedLaunch).
     const sandbox = probeSandbox(options.sandbox);
-    probePythonEarly(options.python);
+    probePythonEarly(io, options.python);
     announceSandbox(io, sandbox);
     const progress = options.json ? undefined : createProgress(io, 'auditing');
     try {
@@ -165,7 +171,7 @@ function packCommand(io: Io, setExit: (code: ExitCode) => void): Command {
     const options = parseOptions(packOptionsSchema(), raw, 'pack');
     if (options.report !== undefined) await checkPackReport(options.report, options.out);
     const sandbox = probeSandbox(options.sandbox);
-    probePythonEarly(options.python);
+    probePythonEarly(io, options.python);
     const policy = await resolvePolicy(options.policy);
     announceSandbox(io, sandbox);
     const progress = options.json ? undefined : createProgress(io, 'gating');

@@ -1,4 +1,4 @@
-import { copyFile, rm } from 'node:fs/promises';
+import { copyFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import path from 'node:path';
 import * as z from 'zod';
@@ -9,7 +9,7 @@ import { OFFLINE_HUB, pythonEnv } from '../runtime/python-env.js';
 import { PythonProcess } from '../runtime/python-process.js';
 import { probePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
-import { makeWorkDir } from '../runtime/stale-dirs.js';
+import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
 import { loaderConfig, readablePaths, type EnvLoad } from './env-load.js';
 import { LOAD_TIMEOUT_STAGE } from './record.js';
 import { rowsCapSchema } from './rows-cap.js';
@@ -173,7 +173,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     if (!parsed.success) throw new GatekeptError('HARNESS_PROTOCOL', `the environment loader sent an unexpected result: ${parsed.error.message}`);
     return parsed.data;
   } finally {
-    await rm(home, { recursive: true, force: true });
+    await removeWorkDir(home);
     liveDirRegistry().delete(home);
   }
 }

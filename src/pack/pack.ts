@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withoutTiming, type AuditRecord } from '../audit/record.js';
 import { answerTypeOf, buildDataset, choicesOf } from './build-dataset.js';
@@ -19,7 +19,7 @@ import { adoptStagedFile, checkDestination, commitStaging, createStaging, discar
 import { liveDirRegistry } from '../runtime/cleanup.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
-import { makeWorkDir } from '../runtime/stale-dirs.js';
+import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
 import { TOOL } from '../tool-info.js';
 import { isCustomFormat, type FormatName } from '../audit/answer-values.js';
 
@@ -288,6 +288,6 @@ export async function gatekeep(options: GatekeepOptions): Promise<GatekeepResult
     throw error;
   } finally {
     liveDirRegistry().delete(workDir);
-    await rm(workDir, { recursive: true, force: true });
+    await removeWorkDir(workDir);
   }
 }

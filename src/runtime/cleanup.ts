@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { removeWorkDirSync } from './stale-dirs.js';
 
 /**
  * The one registry of what must not outlive gatekept: the process groups of
@@ -25,7 +25,7 @@ export function cleanUpNow(): void {
   for (const pid of liveGroups) killGroup(pid);
   for (const dir of liveDirs) {
     try {
-      rmSync(dir, { recursive: true, force: true });
+      removeWorkDirSync(dir);
     } catch {
       // best effort while the process is going away
     }

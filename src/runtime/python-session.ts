@@ -4,7 +4,6 @@
  * Hangs the worker cannot interrupt itself and crashes are handled here by
  * killing its process group and starting a fresh worker.
  */
-import { rmSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,9 +14,10 @@ import { liveDirRegistry } from './cleanup.js';
 import { earlyExit, importTimeout, loadFailure } from './load-failure.js';
 import { describeExit, waitFor, type ExitInfo } from './python-process.js';
 import { probePython } from './resolve-python.js';
+import { writeCompiled } from './runtime-cache.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
-import { makeWorkDir } from './stale-dirs.js';
+import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
 import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
 import { KILL_WAIT_MS, Worker, type WorkerLaunch } from './worker.js';
 import { pythonEnv } from './python-env.js';
@@ -177,7 +177,7 @@ class PythonSession implements VerifierSession {
     if (worker) await worker.stop();
     // Synchronously: a dozen entries, removed faster than a round of
     // thread-pool calls for each would take, on the way out of every audit.
-    rmSync(this.workdir, { recursive: true, force: true, maxRetries: 2 });
+    removeWorkDirSync(this.workdir);
     liveDirRegistry().delete(this.workdir);
   }
 
@@ -511,7 +511,9 @@ async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Pr
   // around it (a pyenv shim needs machinery the sandbox hides); without it,
   // the interpreter exactly as given.
   const python = sandbox.kind === 'bwrap' ? runtime.executable : normalised.python;
-  const harness = runtime.bytecode ? path.join(runtime.bytecode, 'harness.pyc') : HARNESS_PATH;
+  // The compiled harness as this process read and checked it, written into
+  // the run's own directory: workers never load a file in the cache.
+  const harness = runtime.scripts ? writeCompiled(runtime.scripts, path.join(workdir, 'compiled')) : HARNESS_PATH;
   const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable, harness);
   try {
     await session.start();

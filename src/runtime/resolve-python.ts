@@ -2,8 +2,9 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
+import { isRecord } from '../hand-check.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { bytecodeDir, COMPILED_SOURCES, readCachedRuntime, writeCachedRuntime } from './runtime-cache.js';
+import { bytecodeDir, type CachedRuntime, COMPILED_SOURCES, loadCompiled, readCachedRuntime, writeCachedRuntime } from './runtime-cache.js';
 
 /**
  * The interpreter is resolved once, at the library boundary, to an absolute
@@ -62,47 +63,42 @@ export function resolvePython(explicit: string | undefined, cwd: string = proces
   return located;
 }
 
-export interface PythonRuntime {
-  /** The interpreter as given. */
-  python: string;
-  /**
-   * The interpreter's own sys.executable: what a wrapper (a pyenv shim, a
-   * script) ends up running. Processes start this, so a sandbox needs no
-   * view of the wrapper's machinery.
-   */
-  executable: string;
-  version: [number, number, number];
-  /** Everything the interpreter reads at start-up and import: prefixes, sys.path, the real binary. */
-  paths: string[];
-  /** A directory with the workers' scripts compiled by this interpreter (see runtime-cache.ts); null when compiling failed. */
-  bytecode: string | null;
+/** What the interpreter answered, and what this process read of its compiled harness. */
+export interface PythonRuntime extends CachedRuntime {
+  /** The compiled scripts, read from `bytecode` and checked against `compiled`, by file name; null to run the sources. */
+  scripts: ReadonlyMap<string, Buffer> | null;
+  /** Something the user should hear about the run's harness (it was compiled again because the cached one changed), or null. */
+  warning: string | null;
 }
 
 /**
  * Prints what the sandbox must keep visible, then compiles the workers'
  * scripts into argv[1] (each source named after it as NAME.pyc, written
- * beside and renamed into place), so that no worker compiles them again.
+ * beside and renamed into place), so that no worker compiles them again,
+ * with the SHA-256 of the bytes it wrote. Always compiled, never kept: a
+ * file already there may be one something else wrote, and a probe runs only
+ * when the cache has no entry (PYTHONHASHSEED=0 keeps the bytes the same
+ * from one compile to the next).
  */
 const PROBE_SCRIPT = [
   'import json, os, sys',
-  'info = {"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p], "bytecode": None}',
+  'info = {"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p], "bytecode": None, "compiled": None}',
   'if len(sys.argv) > 2 and sys.version_info >= (3, 10):',
   '    try:',
-  '        import importlib.util, py_compile',
+  '        import hashlib, py_compile',
   '        target = sys.argv[1]',
   '        os.makedirs(target, mode=0o700, exist_ok=True)',
+  '        hashes = {}',
   '        for source in sys.argv[2:]:',
-  '            compiled = os.path.join(target, os.path.basename(source) + "c")',
-  '            try:',
-  '                with open(compiled, "rb") as handle:',
-  '                    current = handle.read(4) == importlib.util.MAGIC_NUMBER',
-  '            except OSError:',
-  '                current = False',
-  '            if not current:',
-  '                partial = "%s.%d.tmp" % (compiled, os.getpid())',
-  '                py_compile.compile(source, cfile=partial, dfile=os.path.basename(source), doraise=True)',
-  '                os.replace(partial, compiled)',
+  '            name = os.path.basename(source) + "c"',
+  '            compiled = os.path.join(target, name)',
+  '            partial = "%s.%d.tmp" % (compiled, os.getpid())',
+  '            py_compile.compile(source, cfile=partial, dfile=os.path.basename(source), doraise=True)',
+  '            with open(partial, "rb") as handle:',
+  '                hashes[name] = hashlib.sha256(handle.read()).hexdigest()',
+  '            os.replace(partial, compiled)',
   '        info["bytecode"] = target',
+  '        info["compiled"] = hashes',
   '    except Exception:',
   '        pass',
   'print("GATEKEPT-PROBE " + json.dumps(info))',
@@ -114,27 +110,55 @@ const runtimes = new Map<string, Promise<PythonRuntime>>();
  * Run the interpreter once to learn its version and the directories it reads
  * (the sandbox must keep them visible). Something that does not answer as a
  * Python (`/bin/false`, a shell script, a broken venv) is bad input, exit 2.
+ * Once per process: the compiled harness it gives is checked then, and the
+ * bytes checked are what every session of the process runs.
  */
 export function probePython(python: string, minimumVersion: readonly [number, number] = [3, 10]): Promise<PythonRuntime> {
   const key = `${python}\0${minimumVersion.join('.')}`;
   let probe = runtimes.get(key);
   if (!probe) {
-    const cached = readCachedRuntime(python, minimumVersion);
-    probe = cached ? Promise.resolve(cached) : probeOnce(python, minimumVersion);
+    probe = resolveRuntime(python, minimumVersion);
     runtimes.set(key, probe);
     probe.catch(() => runtimes.delete(key));
   }
   return probe;
 }
 
-function probeOnce(python: string, minimumVersion: readonly [number, number]): Promise<PythonRuntime> {
+async function resolveRuntime(python: string, minimumVersion: readonly [number, number]): Promise<PythonRuntime> {
+  const cached = readCachedRuntime(python, minimumVersion);
+  let warning: string | null = null;
+  if (cached) {
+    if (!cached.bytecode) return { ...cached, scripts: null, warning: null };
+    const loaded = loadCompiled(cached);
+    if ('scripts' in loaded) return { ...cached, scripts: loaded.scripts, warning: null };
+    // Changed since it was compiled: by a verifier run without the sandbox,
+    // or anything else that can write the user's cache. Never run it.
+    warning = `the compiled harness in ${cached.bytecode} changed after gatekept compiled it (${loaded.changed}); compiled it again`;
+  }
+  const fresh = await probeOnce(python, minimumVersion);
+  if (!fresh.bytecode) return { ...fresh, scripts: null, warning };
+  const loaded = loadCompiled(fresh);
+  if ('scripts' in loaded) return { ...fresh, scripts: loaded.scripts, warning };
+  // Changed between the probe's write and this read: something is rewriting it as it goes.
+  return {
+    ...fresh,
+    scripts: null,
+    warning: `the compiled harness in ${fresh.bytecode} changed as soon as it was compiled (${loaded.changed}); running the harness from its sources`,
+  };
+}
+
+function probeOnce(python: string, minimumVersion: readonly [number, number]): Promise<CachedRuntime> {
   const wanted = minimumVersion.join('.');
   return new Promise((resolve, reject) => {
     execFile(
       python,
       // The flags every process of ours starts with, so an interpreter that cannot take them fails here.
-      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT, bytecodeDir(python), ...COMPILED_SOURCES.map((name) => path.join(PACKAGE_ROOT, 'python', name))],
-      { timeout: 30_000, env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' }, maxBuffer: 4 * 1024 * 1024 },
+      ['-B', '-X', 'utf8', '-c', PROBE_SCRIPT, bytecodeDir(python, minimumVersion), ...COMPILED_SOURCES.map((name) => path.join(PACKAGE_ROOT, 'python', name))],
+      {
+        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONHASHSEED: '0' },
+        maxBuffer: 4 * 1024 * 1024,
+      },
       (error, stdout, stderr) => {
         const code = (error as NodeJS.ErrnoException | null)?.code;
         if (typeof code === 'string' && ['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR', 'ENOEXEC'].includes(code)) {
@@ -148,7 +172,7 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
         const line = String(stdout)
           .split('\n')
           .find((entry) => entry.startsWith('GATEKEPT-PROBE '));
-        let parsed: { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown } | null = null;
+        let parsed: { version: [number, number, number]; executable: string; paths: string[]; bytecode?: unknown; compiled?: unknown } | null = null;
         try {
           parsed = line
             ? (JSON.parse(line.slice('GATEKEPT-PROBE '.length)) as {
@@ -156,6 +180,7 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
                 executable: string;
                 paths: string[];
                 bytecode?: unknown;
+                compiled?: unknown;
               })
             : null;
         } catch {
@@ -199,13 +224,15 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           return;
         }
         const executable = typeof parsed.executable === 'string' && path.isAbsolute(parsed.executable) ? parsed.executable : python;
-        const bytecode = typeof parsed.bytecode === 'string' && parsed.bytecode === bytecodeDir(python) ? parsed.bytecode : null;
-        const runtime: PythonRuntime = {
+        const compiled = isRecord(parsed.compiled) ? (parsed.compiled as Record<string, string>) : null;
+        const bytecode = typeof parsed.bytecode === 'string' && parsed.bytecode === bytecodeDir(python, minimumVersion) && compiled ? parsed.bytecode : null;
+        const runtime: CachedRuntime = {
           python,
           executable,
           version: parsed.version,
           paths: [...new Set(parsed.paths.filter((entry) => path.isAbsolute(entry)))],
           bytecode,
+          compiled: bytecode ? compiled : null,
         };
         writeCachedRuntime(runtime, minimumVersion);
         resolve(runtime);

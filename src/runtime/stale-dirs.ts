@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { lstat, readdir, rm } from 'node:fs/promises';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { lstat, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -115,29 +115,102 @@ function randomSuffix(): string {
 /**
  * Working directories of verifier processes. A sandbox's mount table shows
  * where its home comes from, so their names say nothing of gatekept: `run-`,
- * the creator's pid and a random suffix. Which of them are ours is told by a
- * marker file beside the home, outside what the sandbox sees.
+ * the creator's pid and a random suffix. Such a name is common enough that
+ * another program may use it, so the name alone never makes a directory
+ * ours: a marker file beside the home (outside what the sandbox sees),
+ * naming gatekept and the creator's pid, does. It is written before anything
+ * else goes in and removed only once everything else is gone, so a run
+ * killed at any point leaves either a marked directory, which the next
+ * sweep finishes, or an empty one.
  */
 const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
-/**
- * What a work directory holds at its top (the sandbox's scratch files among
- * them, see sandbox.ts): a run killed before it wrote the marker, or while
- * its removal had taken the marker and not yet the rest, leaves no more.
- */
-const WORK_DIR_ENTRIES = /^(home|tmp|code|app|app-source|init-cmdline|passwd|group|empty|seccomp(-nounix)?\.bpf.*)$/;
-let sweepStarted = false;
 
-async function isOurWorkDir(entry: string): Promise<boolean> {
-  const names = await readdir(entry);
-  return names.includes(WORK_DIR_MARKER) || names.every((name) => WORK_DIR_ENTRIES.test(name));
+function markerText(pid: number): string {
+  return `gatekept work directory of process ${pid}\n`;
 }
 
+/** Marked by the process its name names: a copied marker, or one from another pid, is not enough. */
+async function isOurWorkDir(entry: string, pid: number): Promise<boolean> {
+  const marker = path.join(entry, WORK_DIR_MARKER);
+  try {
+    const info = await lstat(marker);
+    if (!info.isFile() || info.size > 256) return false;
+    return (await readFile(marker, 'utf8')) === markerText(pid);
+  } catch {
+    return false;
+  }
+}
+
+/** A few rounds: something still writing into the directory while it goes (a worker being killed) adds entries. */
+const REMOVAL_ROUNDS = 3;
+
+/**
+ * Remove a work directory, its marker last: everything else, then the
+ * marker, then the directory itself, so an interruption never leaves an
+ * unmarked directory with content. A directory that is already gone is not
+ * an error.
+ */
+export async function removeWorkDir(dir: string): Promise<void> {
+  for (let round = 0; ; round++) {
+    let names: string[];
+    try {
+      names = (await readdir(dir)).filter((name) => name !== WORK_DIR_MARKER);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    if (names.length === 0) break;
+    // Still marked: the next sweep takes what is left.
+    if (round === REMOVAL_ROUNDS) throw new Error(`${dir} kept filling while it was removed`);
+    for (const name of names) await rm(path.join(dir, name), { recursive: true, force: true, maxRetries: 2 });
+  }
+  await rm(path.join(dir, WORK_DIR_MARKER), { force: true });
+  try {
+    await rmdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+/** removeWorkDir, synchronously: for the exit hook and a session's close, where no await returns or none is worth it. */
+export function removeWorkDirSync(dir: string): void {
+  for (let round = 0; ; round++) {
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((name) => name !== WORK_DIR_MARKER);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    if (names.length === 0) break;
+    // Still marked: the next sweep takes what is left.
+    if (round === REMOVAL_ROUNDS) throw new Error(`${dir} kept filling while it was removed`);
+    for (const name of names) rmSync(path.join(dir, name), { recursive: true, force: true, maxRetries: 2 });
+  }
+  rmSync(path.join(dir, WORK_DIR_MARKER), { force: true });
+  try {
+    rmdirSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+let sweepStarted = false;
 let sweep: Promise<void> = Promise.resolve();
 
 /** Settles once the sweep of dead runs' work directories that the first makeWorkDir started is over. */
 export function workDirsSwept(): Promise<void> {
   return sweep;
+}
+
+/** Remove the work directories in `parent` that dead runs of gatekept left; another program's `run-<pid>-` stays. */
+export function sweepWorkDirs(parent: string): Promise<string[]> {
+  return removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
+    const pid = Number(WORK_DIR_PATTERN.exec(path.basename(entry))?.[1]);
+    if (!(await isOurWorkDir(entry, pid))) throw new Error('not a work directory of ours');
+    await removeWorkDir(entry);
+  });
 }
 
 export async function makeWorkDir(registry: Set<string>): Promise<string> {
@@ -147,22 +220,18 @@ export async function makeWorkDir(registry: Set<string>): Promise<string> {
     // In the background, from the next turn of the event loop: leftovers of
     // dead runs never share a name with a live run's directory, and the
     // worker's start, which follows, should not wait on them.
-    sweep = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
-      removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
-        // Not ours unless marked (or holding only what ours hold): another
-        // program's `run-<pid>-` is left alone.
-        if (!(await isOurWorkDir(entry))) throw new Error('not a work directory of ours');
-        await rm(entry, { recursive: true, force: true });
-      }).then(
+    sweep = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => sweepWorkDirs(parent))
+      .then(
         () => undefined,
         () => undefined,
-      ),
-    );
+      );
   }
   // Made synchronously (four quick calls), so a worker's launch reaches its
-  // spawn without yielding to the planning that runs meanwhile.
+  // spawn without yielding to the planning that runs meanwhile. The marker
+  // first: until it is written the directory is empty.
   const dir = makeRegisteredDir(parent, `run-${process.pid}-`, registry);
-  writeFileSync(path.join(dir, WORK_DIR_MARKER), '', { mode: 0o600 });
+  writeFileSync(path.join(dir, WORK_DIR_MARKER), markerText(process.pid), { mode: 0o600, flag: 'wx' });
   mkdirSync(path.join(dir, 'home'), { mode: 0o700 });
   mkdirSync(path.join(dir, 'tmp'), { mode: 0o700 });
   return dir;

@@ -1,11 +1,10 @@
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { EXIT, GatekeptError } from '../errors.js';
 import { killGroup, liveDirRegistry } from '../runtime/cleanup.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, type SandboxMode } from '../runtime/sandbox.js';
-import { makeWorkDir } from '../runtime/stale-dirs.js';
+import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
 import { checkAgainstAudit, loadAudit, probesOf, type Probe } from './audit.js';
 import { runOpenEnv } from './openenv.js';
 import { readRows, resolvePackage } from './package.js';
@@ -97,7 +96,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
   } finally {
     guard.dispose();
     for (const pid of context.pids) killGroup(pid, 'SIGKILL');
-    await rm(workdir, { recursive: true, force: true });
+    await removeWorkDir(workdir);
     liveDirRegistry().delete(workdir);
   }
 
