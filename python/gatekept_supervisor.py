@@ -428,6 +428,13 @@ class _Supervisor(object):
                     except OSError:
                         chunk = b""
                     if not chunk:
+                        # A worker that closed its reply pipe (a verifier
+                        # that put /dev/null on it) can never answer again:
+                        # it is ended now, not waited for.
+                        try:
+                            _kill(self.worker, signal.SIGKILL)
+                        except OSError:
+                            pass
                         self.exit_like_worker()
                     self.take(chunk)
                 elif fd == worker_fd:

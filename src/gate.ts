@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { hardBoundMs, withinHardBound } from './runtime/hard-bound.js';
 import path from 'node:path';
 import { effectivePolicy, runAudit, type AuditOptions, type AuditOutcome, type AuditStart } from './audit/gate.js';
 import type { Verifier } from './calls.js';
@@ -36,9 +37,11 @@ export interface GateResult extends AuditOutcome {
 export async function gate(options: GateOptions): Promise<GateResult> {
   const started = performance.now();
   const checked = checkGateOptions(options);
-  // Python starts (and imports the verifier) while the inputs are read and planned.
-  const verifier = startPythonVerifier(verifierOptions(options, checked));
-  return gateStarted(options, verifier, { started, ...checked.start });
+  return withinHardBound(hardBoundMs(checked.start.policy), 'the gate', () => {
+    // Python starts (and imports the verifier) while the inputs are read and planned.
+    const verifier = startPythonVerifier(verifierOptions(options, checked));
+    return gateStarted(options, verifier, { started, ...checked.start });
+  });
 }
 
 /** The gate's options checked before any verifier starts (an error here is the user's input). */

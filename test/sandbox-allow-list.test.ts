@@ -176,6 +176,20 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
     expect(run.exitCode, run.stderr).toBe(0);
   });
 
+  it('a verifier that puts /dev/null on its reply descriptor at import ends the gate at once as could not audit', async () => {
+    const run = await gate('null_reply');
+    expect(run.stderr).toMatch(/HARNESS_FAILED/);
+    expect(run.stderr).not.toMatch(/VERIFIER_IMPORT_TIMEOUT/);
+    expect(run.exitCode, run.stderr).toBe(3);
+  });
+
+  it('a worker stopped in a call fails the audit as could not audit, never a timeout or a verdict', async () => {
+    const run = await gate('stop_itself');
+    expect(run.stderr).toMatch(/a process of the audit was stopped during a call/);
+    expect(run.stdout).not.toMatch(/"decision"/);
+    expect(run.exitCode, run.stderr).toBe(3);
+  });
+
   it("links swapped into the verifier's home while the calls end never lead gatekept to a host directory", async () => {
     const run = await gate('home_swap');
     expect(run.exitCode, run.stderr).toBeLessThanOrEqual(1);

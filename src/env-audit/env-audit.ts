@@ -1,4 +1,5 @@
 import type { SandboxMode } from '../runtime/sandbox.js';
+import { hardBoundMs, withinHardBound } from '../runtime/hard-bound.js';
 import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditRecord } from '../audit/record.js';
@@ -312,6 +313,11 @@ async function scanResults(
 }
 
 export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> {
+  // Bounded as a whole: its gates share workers, so no one gate's bound covers them.
+  return withinHardBound(hardBoundMs(given.policy ?? DEFAULT_POLICY), 'the environment audit', () => auditEnvWithin(given));
+}
+
+async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
   const cwd = path.resolve(given.cwd ?? process.cwd());
   // The interpreter, resolved once as gate() resolves it (--python, else
   // $GATEKEPT_PYTHON, else python3), serves the loader, the gate and the scan.

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { removeWorkDirSync } from './stale-dirs.js';
 
 /**
@@ -38,9 +39,17 @@ function installExitHook(): void {
   process.on('exit', cleanUpNow);
 }
 
+/**
+ * The groups started within one bounded command (see hard-bound.ts), so that
+ * its bound kills what that command started and nothing of another running
+ * beside it in the same process.
+ */
+export const groupScope = new AsyncLocalStorage<Set<number>>();
+
 export function registerGroup(pid: number): void {
   installExitHook();
   liveGroups.add(pid);
+  groupScope.getStore()?.add(pid);
 }
 
 export function releaseGroup(pid: number): void {

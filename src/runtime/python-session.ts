@@ -17,6 +17,7 @@ import { probePython } from './resolve-python.js';
 import { writeCompiled } from './runtime-cache.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
+import { stoppedInTree } from './process-tree.js';
 import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
 import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
 import { KILL_WAIT_MS, Worker, type WorkerLaunch } from './worker.js';
@@ -51,6 +52,13 @@ type SegmentOutcome =
 function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
   // Mirrors the worker's own timeout reply so the path taken does not show.
   return noRewardResult('timeout', { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` }, ms);
+}
+
+/** A process of the audit found stopped: its silence is not the verifier's time, so nothing can be decided. */
+function stoppedFailure(when: string): GatekeptError {
+  return new GatekeptError('HARNESS_FAILED', `a process of the audit was stopped ${when} (SIGSTOP or the like), so it could not answer: nothing was decided`, {
+    suggestion: 'the verifier or something it started stops processes; audit a verifier that does not',
+  });
 }
 
 function crashedResult(exit: ExitInfo, ms: number): EvalResult {
@@ -327,8 +335,9 @@ class PythonSession implements VerifierSession {
       };
       const timer = setTimeout(
         () => {
+          const stopped = stoppedInTree(worker.proc.pid);
           worker.kill();
-          settle(() => reject(importTimeout(options)));
+          settle(() => reject(stopped ? stoppedFailure('while the verifier loaded') : importTimeout(options)));
         },
         readyDeadlineMs(options.importTimeoutMs, options.callTimeoutMs),
       );
@@ -385,6 +394,10 @@ class PythonSession implements VerifierSession {
         settle(() => reject(error));
       };
       const timer = setTimeout(() => {
+        // Silent past its time: a verifier that is merely slow, or a process
+        // of the audit stopped so that it cannot answer. The first is a
+        // timeout; the second leaves nothing to vouch for.
+        if (stoppedInTree(worker.proc.pid)) return fail(stoppedFailure('during a call'));
         worker.kill();
         const ms = roundMs(performance.now() - inFlightSince);
         settle(() => resolve({ kind: 'timeout', index: next, ms }));
