@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 """Runs an emitted package for real on behalf of `gatekept smoke`.
 
+    smoke.py openenv DIR APP --memory-mb N --cpu-s N --timeout-s N
+        Start `serve` as a child, check its HTTP routes and play the probes
+        (they arrive on stdin) as episodes over its WebSocket. Server and
+        player share one sandbox, so they meet on its own loopback and the
+        package needs no network of the host's.
     smoke.py serve DIR APP --memory-mb N --cpu-s N
         Serve an OpenEnv app on 127.0.0.1 (a port picked by the kernel) from
         the package directory DIR, under resource limits.
-    smoke.py play URL
-        Play episodes over an OpenEnv WebSocket; probes arrive on stdin.
     smoke.py verifiers DIR MODULE
         Load a verifiers package and score probes: a verifiers 0.4 Taskset
         through Task.score on a constructed trace, a classic package through
@@ -157,18 +160,14 @@ def _observation_fields(message):
     return data if isinstance(data, dict) else {}, observation if isinstance(observation, dict) else {}
 
 
-def play(args):
-    url = args[0]
-    timeout = float(option(args, "--message-timeout-s", 30))
-    require_python((3, 10))
-    require("websockets")
-    request = read_probes()
-
+def play_episodes(url, timeout, probes):
+    """Each probe as one episode (reset to its row, one step with its
+    completion) over one WebSocket session, as a trainer plays them."""
     from websockets.sync.client import connect
 
     results = []
     with connect(url, open_timeout=timeout, max_size=None) as ws:
-        for probe in request["probes"]:
+        for probe in probes:
             result = {"reset": None, "step": None, "error": None}
             try:
                 ws.send(json.dumps({"type": "reset", "data": {"index": probe["row"]}}))
@@ -207,7 +206,167 @@ def play(args):
                 results.append(result)
                 break
             results.append(result)
-    send("played", results=results)
+    return results
+
+
+def _describe_exit(code):
+    import signal
+
+    if code < 0:
+        try:
+            return "was killed by %s" % signal.Signals(-code).name
+        except ValueError:
+            return "was killed by signal %d" % -code
+    return "exited with code %d" % code
+
+
+def _get(url, timeout):
+    """GET `url`: its status and body (JSON where it parses), or the error."""
+    import urllib.error
+    import urllib.request
+
+    # No proxy from the environment: the server is on this loopback.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            status, text = response.status, response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read().decode("utf-8", "replace")
+    except Exception as error:
+        return {"error": "%s: %s" % (type(error).__name__, error)}
+    try:
+        return {"status": status, "body": json.loads(text)}
+    except ValueError:
+        return {"status": status, "body": text}
+
+
+class _Server:
+    """`serve` as a child process: its events read from its stdout, its
+    stderr shared with ours, so the log shows what the package printed."""
+
+    def __init__(self, directory, app, memory_mb, cpu_s):
+        import queue
+        import subprocess
+        import threading
+
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (directory, env.get("PYTHONPATH")) if p)
+        self.events = queue.Queue()
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "serve", directory, app, "--memory-mb", str(memory_mb), "--cpu-s", str(cpu_s)],
+            cwd=directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=2,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        taken = False
+        # Read to the end: a package that writes into the pipe must not block on it.
+        for raw in self.process.stdout:
+            line = raw.decode("utf-8", "replace")
+            if taken or not line.startswith(PREFIX):
+                continue
+            try:
+                event = json.loads(line[len(PREFIX) :])
+            except ValueError:
+                continue
+            # Only what `serve` says before it runs the package's app is taken.
+            if isinstance(event, dict) and event.get("event") in ("listening", "missing", "too_old"):
+                self.events.put(event)
+                taken = True
+        if not taken:
+            self.events.put(None)
+
+    def first_event(self, deadline):
+        import queue
+        import time
+
+        # Polled: a child the package started can hold the pipe open after the server exited.
+        while time.monotonic() < deadline:
+            exited = self.process.poll() is not None
+            try:
+                return self.events.get(timeout=0.5 if exited else min(0.2, max(0.0, deadline - time.monotonic())))
+            except queue.Empty:
+                if exited:
+                    return None
+        return None
+
+    def exit(self):
+        code = self.process.poll()
+        return None if code is None else _describe_exit(code)
+
+    def stop(self):
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(3)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def openenv_mode(args):
+    import time
+
+    directory, app = args[0], args[1]
+    deadline = time.monotonic() + option(args, "--timeout-s", 120)
+    require_python((3, 10))
+    # uvicorn serves /ws only when a WebSocket library is importable.
+    require("openenv", "uvicorn", "websockets")
+    request = read_probes()
+    server = _Server(directory, app, option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
+    try:
+        started = server.first_event(deadline)
+        if started is not None and started["event"] in ("missing", "too_old"):
+            send(**started)
+            sys.exit(MISSING_EXIT if started["event"] == "missing" else TOO_OLD_EXIT)
+        if started is None:
+            if time.monotonic() >= deadline:
+                send("start_timeout")
+            else:
+                server.process.wait()
+                send("server_exit", stage="start", exit=server.exit())
+            sys.exit(3)
+        base = "http://127.0.0.1:%d" % started["port"]
+        send("listening", port=started["port"])
+
+        # 1. Health: the app imported and uvicorn serves it.
+        last = None
+        while True:
+            if server.exit() is not None:
+                send("health", ok=False, exit=server.exit(), last=last)
+                sys.exit(3)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                send("health", ok=False, exit=None, last=last)
+                sys.exit(3)
+            answer = _get(base + "/health", max(0.001, min(5.0, remaining)))
+            last = answer.get("error", answer.get("body"))
+            body = answer.get("body")
+            if answer.get("status") == 200 and isinstance(body, dict) and body.get("status") == "healthy":
+                break
+            time.sleep(0.25)
+        send("health", ok=True, exit=None, last=last)
+
+        # 2. Schema and metadata, for gatekept to judge.
+        timeout = max(0.001, min(5.0, deadline - time.monotonic()))
+        send("routes", schema=_get(base + "/schema", timeout), metadata=_get(base + "/metadata", timeout))
+
+        # 3. Episodes over one WebSocket session.
+        message_timeout = max(1, min(30, int(deadline - time.monotonic())))
+        try:
+            results = play_episodes("ws://127.0.0.1:%d/ws" % started["port"], message_timeout, request["probes"])
+        except Exception as error:
+            send("play_failed", message="%s: %s" % (type(error).__name__, error), exit=server.exit())
+            sys.exit(3)
+        send("played", results=results, exit=server.exit())
+    finally:
+        server.stop()
 
 
 async def score_probes(probes, count, where, unit, score, logged=None, unwrap=False):
@@ -358,13 +517,13 @@ def taskset_mode(module_name, request):
 def main():
     _open_protocol()
     if len(sys.argv) < 2:
-        send("usage", message="smoke.py serve|play|verifiers ...")
+        send("usage", message="smoke.py openenv|serve|verifiers ...")
         sys.exit(2)
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "serve":
         serve(args)
-    elif mode == "play":
-        play(args)
+    elif mode == "openenv":
+        openenv_mode(args)
     elif mode == "verifiers":
         verifiers_mode(args)
     else:

@@ -170,7 +170,7 @@ function probeBwrap(): Promise<BwrapProbe> {
       let first = null as { ok: boolean; stderr: string } | null;
       for (const withoutDisableUserns of [false, true]) {
         const trial = (withFilter: boolean) =>
-          run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+          run(bwrap, [...baseArgs(withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
         if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns };
         const plain = await trial(false);
         first ??= plain;
@@ -238,12 +238,11 @@ const SANDBOX_HOSTNAME =
     .replace(/[^A-Za-z0-9.-]/g, '')
     .slice(0, 63) || 'localhost';
 
-function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
+function baseArgs(withoutDisableUserns: boolean): string[] {
   return [
     // Root does not get a user namespace from --unshare-all alone.
     '--unshare-all',
     '--unshare-user',
-    ...(shareNet ? ['--share-net'] : []),
     '--uid',
     String(SANDBOX_UID),
     '--gid',
@@ -350,8 +349,6 @@ export interface SandboxLayout {
    * their own paths: the sandbox sees nothing else of the host.
    */
   readable: readonly string[];
-  /** Keep the host network (smoke's loopback server); everything else stays isolated. */
-  shareNet?: boolean;
 }
 
 /** Paths bound by systemArgs already. */
@@ -547,7 +544,7 @@ function writeSeccompFile(scratch: string, unixStream: boolean): string | null {
  */
 export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
-  const argv = baseArgs(layout.shareNet ?? false, sandbox.withoutDisableUserns ?? false);
+  const argv = baseArgs(sandbox.withoutDisableUserns ?? false);
   argv.push(...accountFiles(layout.scratch));
   argv.push('--size', String(HOME_TMPFS_BYTES), '--tmpfs', SANDBOX_HOME);
   argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);
