@@ -169,8 +169,7 @@ function probeBwrap(): Promise<BwrapProbe> {
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
       for (const withoutDisableUserns of [false, true]) {
-        const trial = (withFilter: boolean) =>
-          run(bwrap, [...baseArgs(withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
         if (filter && (await trial(true)).ok) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns };
         const plain = await trial(false);
         first ??= plain;

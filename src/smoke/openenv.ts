@@ -58,7 +58,8 @@ export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
 
     // 2. Schema and metadata.
     const routes = await nextEvent(context, helper, ['routes']);
-    if (routes === TIMED_OUT) throw new GatekeptError('HARNESS_FAILED', `the routes did not answer within --timeout-s ${deadline.seconds}`, { details: helper.stderrTail() });
+    if (routes === TIMED_OUT)
+      throw new GatekeptError('HARNESS_FAILED', `the routes did not answer within --timeout-s ${deadline.seconds}`, { details: helper.stderrTail() });
     if (routes === null) throw harnessFailure(helper, null, python, 'checking the routes failed');
     checks.push(...judgeRoutes(routes.schema as RouteAnswer, routes.metadata as RouteAnswer, pkg.envId));
 
