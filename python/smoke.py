@@ -16,8 +16,8 @@
 
 Messages to gatekept are single lines `GATEKEPT_SMOKE <json>` on the original
 stdout; everything the package prints is sent to stderr so it can never be
-mistaken for one. Only the standard library (and gatekept_process.py beside
-this script) is imported at module level, so a missing openenv, uvicorn or
+mistaken for one. Only the standard library (and gatekept_process.py and
+smoke_openenv.py beside this script) is imported at module level, so a missing openenv, uvicorn or
 verifiers is reported by name instead of as a traceback.
 """
 import json
@@ -25,6 +25,7 @@ import os
 import sys
 
 from gatekept_process import close_inherited, limit_memory, set_limit
+from smoke_openenv import Server, get, play_episodes
 
 PREFIX = "GATEKEPT_SMOKE "
 MISSING_EXIT = 4
@@ -154,162 +155,6 @@ def read_probes():
     return json.loads(sys.stdin.read())
 
 
-def _observation_fields(message):
-    data = message.get("data") if isinstance(message, dict) else None
-    observation = data.get("observation") if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else {}, observation if isinstance(observation, dict) else {}
-
-
-def play_episodes(url, timeout, probes):
-    """Each probe as one episode (reset to its row, one step with its
-    completion) over one WebSocket session, as a trainer plays them."""
-    from websockets.sync.client import connect
-
-    results = []
-    with connect(url, open_timeout=timeout, max_size=None) as ws:
-        for probe in probes:
-            result = {"reset": None, "step": None, "error": None}
-            try:
-                ws.send(json.dumps({"type": "reset", "data": {"index": probe["row"]}}))
-                reset = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(reset)
-                result["reset"] = {
-                    "type": reset.get("type"),
-                    "keys": sorted(observation),
-                    "question": observation.get("question"),
-                    "row_index": observation.get("row_index"),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
-                    "message": (reset.get("data") or {}).get("message") if reset.get("type") == "error" else None,
-                }
-                if reset.get("type") != "observation":
-                    result["error"] = "reset answered %s" % json.dumps(reset)[:400]
-                    results.append(result)
-                    continue
-                ws.send(json.dumps({"type": "step", "data": {"answer": probe["completion"]}}))
-                step = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(step)
-                result["step"] = {
-                    "type": step.get("type"),
-                    "keys": sorted(observation),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
-                }
-                if step.get("type") != "observation":
-                    result["error"] = "step answered %s" % json.dumps(step)[:400]
-            except TimeoutError:
-                result["error"] = "no reply within %gs" % timeout
-                results.append(result)
-                break
-            except Exception as error:  # the connection is gone; later episodes cannot run
-                result["error"] = "%s: %s" % (type(error).__name__, error)
-                results.append(result)
-                break
-            results.append(result)
-    return results
-
-
-def _describe_exit(code):
-    import signal
-
-    if code < 0:
-        try:
-            return "was killed by %s" % signal.Signals(-code).name
-        except ValueError:
-            return "was killed by signal %d" % -code
-    return "exited with code %d" % code
-
-
-def _get(url, timeout):
-    """GET `url`: its status and body (JSON where it parses), or the error."""
-    import urllib.error
-    import urllib.request
-
-    # No proxy from the environment: the server is on this loopback.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(url, timeout=timeout) as response:
-            status, text = response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as error:
-        status, text = error.code, error.read().decode("utf-8", "replace")
-    except Exception as error:
-        return {"error": "%s: %s" % (type(error).__name__, error)}
-    try:
-        return {"status": status, "body": json.loads(text)}
-    except ValueError:
-        return {"status": status, "body": text}
-
-
-class _Server:
-    """`serve` as a child process: its events read from its stdout, its
-    stderr shared with ours, so the log shows what the package printed."""
-
-    def __init__(self, directory, app, memory_mb, cpu_s):
-        import queue
-        import subprocess
-        import threading
-
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (directory, env.get("PYTHONPATH")) if p)
-        self.events = queue.Queue()
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "serve", directory, app, "--memory-mb", str(memory_mb), "--cpu-s", str(cpu_s)],
-            cwd=directory,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=2,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        taken = False
-        # Read to the end: a package that writes into the pipe must not block on it.
-        for raw in self.process.stdout:
-            line = raw.decode("utf-8", "replace")
-            if taken or not line.startswith(PREFIX):
-                continue
-            try:
-                event = json.loads(line[len(PREFIX) :])
-            except ValueError:
-                continue
-            # Only what `serve` says before it runs the package's app is taken.
-            if isinstance(event, dict) and event.get("event") in ("listening", "missing", "too_old"):
-                self.events.put(event)
-                taken = True
-        if not taken:
-            self.events.put(None)
-
-    def first_event(self, deadline):
-        import queue
-        import time
-
-        # Polled: a child the package started can hold the pipe open after the server exited.
-        while time.monotonic() < deadline:
-            exited = self.process.poll() is not None
-            try:
-                return self.events.get(timeout=0.5 if exited else min(0.2, max(0.0, deadline - time.monotonic())))
-            except queue.Empty:
-                if exited:
-                    return None
-        return None
-
-    def exit(self):
-        code = self.process.poll()
-        return None if code is None else _describe_exit(code)
-
-    def stop(self):
-        import subprocess
-
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(3)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
 def openenv_mode(args):
     import time
 
@@ -319,7 +164,7 @@ def openenv_mode(args):
     # uvicorn serves /ws only when a WebSocket library is importable.
     require("openenv", "uvicorn", "websockets")
     request = read_probes()
-    server = _Server(directory, app, option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
+    server = Server(os.path.abspath(__file__), PREFIX, directory, app, option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
     try:
         started = server.first_event(deadline)
         if started is not None and started["event"] in ("missing", "too_old"):
@@ -345,7 +190,7 @@ def openenv_mode(args):
             if remaining <= 0:
                 send("health", ok=False, exit=None, last=last)
                 sys.exit(3)
-            answer = _get(base + "/health", max(0.001, min(5.0, remaining)))
+            answer = get(base + "/health", max(0.001, min(5.0, remaining)))
             last = answer.get("error", answer.get("body"))
             body = answer.get("body")
             if answer.get("status") == 200 and isinstance(body, dict) and body.get("status") == "healthy":
@@ -355,7 +200,7 @@ def openenv_mode(args):
 
         # 2. Schema and metadata, for gatekept to judge.
         timeout = max(0.001, min(5.0, deadline - time.monotonic()))
-        send("routes", schema=_get(base + "/schema", timeout), metadata=_get(base + "/metadata", timeout))
+        send("routes", schema=get(base + "/schema", timeout), metadata=get(base + "/metadata", timeout))
 
         # 3. Episodes over one WebSocket session.
         message_timeout = max(1, min(30, int(deadline - time.monotonic())))
