@@ -306,6 +306,8 @@ def main(argv):
     close_inherited(RESULT_FD)
     global _LOAD_CONFIG
     _LOAD_CONFIG = json.loads(sys.stdin.read() or "{}")
+    # Where the environment may write, as for the gate's workers (gatekept's own setting, not a load option).
+    bounds = _LOAD_CONFIG.pop("guard", None) or {}
     result_pipe = os.fdopen(os.dup(RESULT_FD), "w", encoding="utf-8")
     os.close(RESULT_FD)
     memory_mb = int(argv[2]) if len(argv) == 3 else 0
@@ -314,7 +316,22 @@ def main(argv):
     # at import is re-parented here, not to init, so the sweep below finds it
     # even without the sandbox's PID namespace.
     prctl(PR_SET_CHILD_SUBREAPER, 1)
-    result = inspect_env(argv[1])
+    # The gate's audit hook, with the gate's bounds: without the sandbox it
+    # blocks and records what the environment's code does out of bounds
+    # (writes outside its home and temp directory, the network, new
+    # programs...) while it loads, as the gate's workers do while it scores.
+    from gatekept_isolation import install_hook, set_bounds
+    from gatekept_state import S
+
+    writable = [path for path in bounds.get("writable") or [] if isinstance(path, str)]
+    set_bounds(os.getcwd(), writable or [os.getcwd()], bounds.get("isolated"))
+    install_hook()
+    S.active = True
+    try:
+        result = inspect_env(argv[1])
+    finally:
+        S.active = False
+    result["side_effects"] = list(S.effects)
     # Nothing the environment started outlives the loader.
     sweep_descendants()
     result_pipe.write(json.dumps(result, default=str) + "\n")

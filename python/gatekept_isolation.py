@@ -368,6 +368,25 @@ def _guard_fork_exec():
     _posixsubprocess.fork_exec = fork_exec
 
 
+def set_bounds(workdir, writable, isolated):
+    """Where the hook lets code write (the directories in `writable`) and
+    whether it runs in the sandbox: the gate's worker and the environment
+    loader of `audit --env` keep the same bounds."""
+    S.workdir = workdir
+    S.workdir_real = _realpath(workdir)
+    S.workdir_prefix = S.workdir_real.rstrip(os.sep) + os.sep
+    S.writable_prefixes = tuple(_realpath(p).rstrip(os.sep) + os.sep for p in writable)
+    S.isolated = bool(isolated)
+    S.main_pid = _getpid()
+
+
+def install_hook():
+    """The audit hook, and the guard on the one way to start a program that
+    raises no event of its own. Both stay inert until S.active is set."""
+    _guard_fork_exec()
+    sys.addaudithook(_audit)
+
+
 def _after_fork_in_child():
     # A child of the verifier runs the verifier's code, never the protocol:
     # it must not answer requests, and its exits are real.

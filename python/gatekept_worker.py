@@ -17,10 +17,10 @@ from gatekept_isolation import (
     _after_fork_in_child,
     _apply_limits,
     _arm,
-    _audit,
     _disarm,
-    _guard_fork_exec,
     _guarded_exit,
+    install_hook,
+    set_bounds,
 )
 from gatekept_output import _STDERR, _STDOUT, _abandon, _install_writers, _Outbox, _send
 from gatekept_process import descendants, is_zombie
@@ -39,7 +39,6 @@ from gatekept_state import (
     _perf_counter,
     _protocol_error,
     _real_exit,
-    _realpath,
     _safe_repr,
     _safe_str,
     _Timeout,
@@ -268,13 +267,8 @@ def _init(request):
     # bounds an import that waits instead of working.
     import_timeout = float(request.get("import_timeout_ms") or 0) / 1000.0
     import_wall = float(request.get("import_wall_ms") or 0) / 1000.0 or None
-    S.workdir = request.get("workdir") or _getcwd()
-    S.workdir_real = _realpath(S.workdir)
-    S.workdir_prefix = S.workdir_real.rstrip(os.sep) + os.sep
-    writable = [p for p in (request.get("writable") or [S.workdir]) if isinstance(p, str)]
-    S.writable_prefixes = tuple(_realpath(p).rstrip(os.sep) + os.sep for p in writable)
-    S.isolated = bool(request.get("isolated"))
-    S.main_pid = _getpid()
+    workdir = request.get("workdir") or _getcwd()
+    set_bounds(workdir, [p for p in (request.get("writable") or [workdir]) if isinstance(p, str)], request.get("isolated"))
     try:
         os.register_at_fork(after_in_child=_after_fork_in_child)
     except (AttributeError, ValueError):
@@ -295,8 +289,7 @@ def _init(request):
     _neutral_main()
     os._exit = _guarded_exit
     posix._exit = _guarded_exit
-    _guard_fork_exec()
-    sys.addaudithook(_audit)
+    install_hook()
 
     label = "%s:%s" % (target.get("module") or target.get("path") or "?", fn_name)
     # Said before the verifier's first line runs, so what its import writes

@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 """Runs an emitted package for real on behalf of `gatekept smoke`.
 
+    smoke.py openenv DIR APP --memory-mb N --cpu-s N --timeout-s N
+        Start `serve` as a child, check its HTTP routes and play the probes
+        (they arrive on stdin) as episodes over its WebSocket. Server and
+        player share one sandbox, so they meet on its own loopback and the
+        package needs no network of the host's.
     smoke.py serve DIR APP --memory-mb N --cpu-s N
         Serve an OpenEnv app on 127.0.0.1 (a port picked by the kernel) from
         the package directory DIR, under resource limits.
-    smoke.py play URL
-        Play episodes over an OpenEnv WebSocket; probes arrive on stdin.
     smoke.py verifiers DIR MODULE
         Load a verifiers package and score probes: a verifiers 0.4 Taskset
         through Task.score on a constructed trace, a classic package through
@@ -13,8 +16,8 @@
 
 Messages to gatekept are single lines `GATEKEPT_SMOKE <json>` on the original
 stdout; everything the package prints is sent to stderr so it can never be
-mistaken for one. Only the standard library (and gatekept_process.py beside
-this script) is imported at module level, so a missing openenv, uvicorn or
+mistaken for one. Only the standard library (and gatekept_process.py and
+smoke_openenv.py beside this script) is imported at module level, so a missing openenv, uvicorn or
 verifiers is reported by name instead of as a traceback.
 """
 import json
@@ -22,6 +25,7 @@ import os
 import sys
 
 from gatekept_process import close_inherited, limit_memory, set_limit
+from smoke_openenv import Server, get, play_episodes
 
 PREFIX = "GATEKEPT_SMOKE "
 MISSING_EXIT = 4
@@ -151,63 +155,63 @@ def read_probes():
     return json.loads(sys.stdin.read())
 
 
-def _observation_fields(message):
-    data = message.get("data") if isinstance(message, dict) else None
-    observation = data.get("observation") if isinstance(data, dict) else None
-    return data if isinstance(data, dict) else {}, observation if isinstance(observation, dict) else {}
+def openenv_mode(args):
+    import time
 
-
-def play(args):
-    url = args[0]
-    timeout = float(option(args, "--message-timeout-s", 30))
+    directory, app = args[0], args[1]
+    deadline = time.monotonic() + option(args, "--timeout-s", 120)
     require_python((3, 10))
-    require("websockets")
+    # uvicorn serves /ws only when a WebSocket library is importable.
+    require("openenv", "uvicorn", "websockets")
     request = read_probes()
+    server = Server(os.path.abspath(__file__), PREFIX, directory, app, option(args, "--memory-mb", 0), option(args, "--cpu-s", 0))
+    try:
+        started = server.first_event(deadline)
+        if started is not None and started["event"] in ("missing", "too_old"):
+            send(**started)
+            sys.exit(MISSING_EXIT if started["event"] == "missing" else TOO_OLD_EXIT)
+        if started is None:
+            if time.monotonic() >= deadline:
+                send("start_timeout")
+            else:
+                server.process.wait()
+                send("server_exit", stage="start", exit=server.exit())
+            sys.exit(3)
+        base = "http://127.0.0.1:%d" % started["port"]
+        send("listening", port=started["port"])
 
-    from websockets.sync.client import connect
+        # 1. Health: the app imported and uvicorn serves it.
+        last = None
+        while True:
+            if server.exit() is not None:
+                send("health", ok=False, exit=server.exit(), last=last)
+                sys.exit(3)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                send("health", ok=False, exit=None, last=last)
+                sys.exit(3)
+            answer = get(base + "/health", max(0.001, min(5.0, remaining)))
+            last = answer.get("error", answer.get("body"))
+            body = answer.get("body")
+            if answer.get("status") == 200 and isinstance(body, dict) and body.get("status") == "healthy":
+                break
+            time.sleep(0.25)
+        send("health", ok=True, exit=None, last=last)
 
-    results = []
-    with connect(url, open_timeout=timeout, max_size=None) as ws:
-        for probe in request["probes"]:
-            result = {"reset": None, "step": None, "error": None}
-            try:
-                ws.send(json.dumps({"type": "reset", "data": {"index": probe["row"]}}))
-                reset = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(reset)
-                result["reset"] = {
-                    "type": reset.get("type"),
-                    "keys": sorted(observation),
-                    "question": observation.get("question"),
-                    "row_index": observation.get("row_index"),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
-                    "message": (reset.get("data") or {}).get("message") if reset.get("type") == "error" else None,
-                }
-                if reset.get("type") != "observation":
-                    result["error"] = "reset answered %s" % json.dumps(reset)[:400]
-                    results.append(result)
-                    continue
-                ws.send(json.dumps({"type": "step", "data": {"answer": probe["completion"]}}))
-                step = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(step)
-                result["step"] = {
-                    "type": step.get("type"),
-                    "keys": sorted(observation),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
-                }
-                if step.get("type") != "observation":
-                    result["error"] = "step answered %s" % json.dumps(step)[:400]
-            except TimeoutError:
-                result["error"] = "no reply within %gs" % timeout
-                results.append(result)
-                break
-            except Exception as error:  # the connection is gone; later episodes cannot run
-                result["error"] = "%s: %s" % (type(error).__name__, error)
-                results.append(result)
-                break
-            results.append(result)
-    send("played", results=results)
+        # 2. Schema and metadata, for gatekept to judge.
+        timeout = max(0.001, min(5.0, deadline - time.monotonic()))
+        send("routes", schema=get(base + "/schema", timeout), metadata=get(base + "/metadata", timeout))
+
+        # 3. Episodes over one WebSocket session.
+        message_timeout = max(1, min(30, int(deadline - time.monotonic())))
+        try:
+            results = play_episodes("ws://127.0.0.1:%d/ws" % started["port"], message_timeout, request["probes"])
+        except Exception as error:
+            send("play_failed", message="%s: %s" % (type(error).__name__, error), exit=server.exit())
+            sys.exit(3)
+        send("played", results=results, exit=server.exit())
+    finally:
+        server.stop()
 
 
 async def score_probes(probes, count, where, unit, score, logged=None, unwrap=False):
@@ -358,13 +362,13 @@ def taskset_mode(module_name, request):
 def main():
     _open_protocol()
     if len(sys.argv) < 2:
-        send("usage", message="smoke.py serve|play|verifiers ...")
+        send("usage", message="smoke.py openenv|serve|verifiers ...")
         sys.exit(2)
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "serve":
         serve(args)
-    elif mode == "play":
-        play(args)
+    elif mode == "openenv":
+        openenv_mode(args)
     elif mode == "verifiers":
         verifiers_mode(args)
     else:

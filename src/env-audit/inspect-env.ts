@@ -43,9 +43,18 @@ const rewardSchema = z
   })
   .passthrough();
 
+/**
+ * What the environment's code did out of bounds while it loaded, as the
+ * audit hook recorded it (see python/gatekept_isolation.py): the gate's
+ * side-effect kinds, each with what it touched.
+ */
+const loadEffectsSchema = z.array(z.object({ kind: z.string(), detail: z.string() })).optional();
+export type LoadEffect = NonNullable<z.infer<typeof loadEffectsSchema>>[number];
+
 const inspectedSchema = z.discriminatedUnion('ok', [
   z.object({
     ok: z.literal(true),
+    side_effects: loadEffectsSchema,
     kind: z.enum(['verifiers-v1', 'verifiers-v0']),
     library_version: z.string().nullable(),
     module: z.string(),
@@ -69,6 +78,7 @@ const inspectedSchema = z.discriminatedUnion('ok', [
   }),
   z.object({
     ok: z.literal(false),
+    side_effects: loadEffectsSchema,
     stage: z.string(),
     error: z.string(),
     missing_module: z.string().nullable(),
@@ -111,7 +121,11 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
       // How to load it (arguments, local datasets, the read-only cache; see
       // env-load.ts), on stdin: read before the environment's code runs, and
       // neither in its environment variables nor left for it to read.
-      input: JSON.stringify(options.load ? loaderConfig(options.load) : {}),
+      // With the bounds of the audit hook it installs: the gate's workers' own.
+      input: JSON.stringify({
+        ...(options.load ? loaderConfig(options.load) : {}),
+        guard: { writable: [inside.home, inside.tmp, ...(isolated ? ['/dev/shm'] : [])], isolated },
+      }),
       cwd: isolated ? home : inside.home,
       env,
       // The result comes back on the reply pipe (fd 4), never through a file.

@@ -180,8 +180,7 @@ function probeBwrap(): Promise<BwrapProbe> {
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
       for (const withoutDisableUserns of [false, true]) {
-        const trial = (withFilter: boolean) =>
-          run(bwrap, [...baseArgs(false, withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
+        const trial = (withFilter: boolean) => run(bwrap, [...baseArgs(withoutDisableUserns), '--', '/bin/sh', '-c', 'exit 0'], withFilter ? filter : null);
         const withFilter = filter !== null && (await trial(true)).ok;
         const plain = withFilter ? { ok: true, stderr: '' } : await trial(false);
         first ??= plain;
@@ -210,7 +209,7 @@ async function overlaysWork(unshare: string, bwrap: string, withoutDisableUserns
     const staging = probeStaging(scratch);
     const source = staging.sources[0]!;
     const launch = withOverlays(unshare, staging, bwrap, [
-      ...baseArgs(false, withoutDisableUserns),
+      ...baseArgs(withoutDisableUserns),
       '--ro-bind',
       path.join(staging.dir, 'm0'),
       source,
@@ -285,12 +284,11 @@ const SANDBOX_HOSTNAME =
     .replace(/[^A-Za-z0-9.-]/g, '')
     .slice(0, 63) || 'localhost';
 
-function baseArgs(shareNet: boolean, withoutDisableUserns: boolean): string[] {
+function baseArgs(withoutDisableUserns: boolean): string[] {
   return [
     // Root does not get a user namespace from --unshare-all alone.
     '--unshare-all',
     '--unshare-user',
-    ...(shareNet ? ['--share-net'] : []),
     '--uid',
     String(SANDBOX_UID),
     '--gid',
@@ -383,8 +381,6 @@ export interface SandboxLayout {
    * their own paths: the sandbox sees nothing else of the host.
    */
   readable: readonly string[];
-  /** Keep the host network (smoke's loopback server); everything else stays isolated. */
-  shareNet?: boolean;
 }
 
 /**
@@ -479,7 +475,7 @@ function writeSeccompFile(scratch: string, unixStream: boolean): string | null {
  */
 export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
-  const argv = baseArgs(layout.shareNet ?? false, sandbox.withoutDisableUserns ?? false);
+  const argv = baseArgs(sandbox.withoutDisableUserns ?? false);
   argv.push(...accountFiles(layout.scratch));
   argv.push('--size', String(HOME_TMPFS_BYTES), '--tmpfs', SANDBOX_HOME);
   argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);

@@ -17,8 +17,8 @@ import os from 'node:os';
  * turns SOCK_RAW into SOCK_DGRAM, so only the type that stays connected to
  * its peer passes (asyncio's self-pipe, multiprocessing's duplex pipes). io_uring is
  * refused as well, since its requests can open sockets without the socket
- * syscall. TCP and UDP sockets stay allowed: without --share-net there is no
- * network to reach, and smoke's loopback server needs them with it.
+ * syscall. TCP and UDP sockets stay allowed: the sandbox's network is a
+ * loopback of its own, and smoke's server and player meet on it.
  *
  * It also refuses, as Flatpak's filter does, what no verifier needs and a
  * sandboxed process could use against the host or its own supervisor: the

@@ -32,8 +32,6 @@ export interface HelperPlace {
   workdir: string;
   /** Host paths the helper must read (the package). */
   readable: string[];
-  /** The OpenEnv server and its player talk over the host's loopback. */
-  shareNet: boolean;
 }
 
 /** One of smoke.py's modes in a runtime PythonProcess, reading the events it prints on stdout. */
@@ -83,7 +81,7 @@ export class Helper {
         ? {
             sandbox: {
               sandbox: place.sandbox,
-              layout: { scratch: place.workdir, readable: place.readable, shareNet: place.shareNet },
+              layout: { scratch: place.workdir, readable: place.readable },
             },
           }
         : {}),

@@ -2,127 +2,118 @@ import { GatekeptError } from '../errors.js';
 import type { Probe } from './audit.js';
 import { Helper, helperFailure, scrubbedEnv, type HelperPlace, type SmokeEvent } from './helper.js';
 import type { DataRow } from './package.js';
-import { brief } from './report.js';
-import { nextEvent, probesInput, TIMED_OUT, type Deadline, type Observed, type RunContext } from './run-context.js';
+import { brief, type SmokeCheck } from './report.js';
+import { nextEvent, probesInput, TIMED_OUT, type Observed, type RunContext } from './run-context.js';
 
 /**
- * The OpenEnv package for real: its server under uvicorn on loopback, checked
- * over HTTP, and the probes played as episodes over one WebSocket session.
+ * The OpenEnv package for real: its server under uvicorn and a player in one
+ * helper process (python/smoke.py's `openenv` mode), so both share one
+ * sandbox and meet on its own loopback; the package never has the host's
+ * network. The helper reports the HTTP routes' answers and the episodes,
+ * played over one WebSocket session; they are judged here.
  */
 
-const HEALTH_POLL_MS = 250;
 /** Keys that would hand the agent its answer. */
 const GOLD_KEYS = new Set(['answer', 'gold', 'solution', 'ground_truth', 'target', 'expected']);
 
-const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function fetchJson(url: string, deadline: Deadline): Promise<{ status: number; body: unknown } | { error: string }> {
-  try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(Math.max(1, Math.min(5000, deadline.remainingMs))) });
-    const text = await response.text();
-    try {
-      return { status: response.status, body: JSON.parse(text) as unknown };
-    } catch {
-      return { status: response.status, body: text };
-    }
-  } catch (error) {
-    return { error: error instanceof Error ? error.message : String(error) };
-  }
-}
+/** A route's answer as the helper saw it. */
+type RouteAnswer = { status: number; body: unknown } | { error: string };
 
 export async function runOpenEnv(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
-  const env = scrubbedEnv(context.home, [pkg.dir]);
   const cpuS = Math.ceil(deadline.seconds * 2);
-  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths], shareNet: true };
-  const server = await Helper.start(python, ['serve', pkg.dir, pkg.app, '--memory-mb', String(context.memoryMb), '--cpu-s', String(cpuS)], pkg.dir, env, place);
-  context.pids.push(server.pid);
+  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths] };
+  const timeoutS = Math.max(1, Math.ceil(deadline.remainingMs / 1000));
+  const helper = await Helper.start(
+    python,
+    ['openenv', pkg.dir, pkg.app, '--memory-mb', String(context.memoryMb), '--cpu-s', String(cpuS), '--timeout-s', String(timeoutS)],
+    pkg.dir,
+    scrubbedEnv(context.home, []),
+    place,
+    probesInput(probes),
+  );
+  context.pids.push(helper.pid);
   try {
-    const listening = await nextEvent(context, server, ['listening', 'missing', 'too_old']);
-    if (listening === TIMED_OUT) {
-      throw new GatekeptError('ENV_START_FAILED', `the server did not start within --timeout-s ${deadline.seconds}`, { details: server.stderrTail() });
+    const listening = await nextEvent(context, helper, ['listening', 'missing', 'too_old', 'server_exit', 'start_timeout']);
+    if (listening === TIMED_OUT || listening?.event === 'start_timeout') {
+      throw new GatekeptError('ENV_START_FAILED', `the server did not start within --timeout-s ${deadline.seconds}`, { details: helper.stderrTail() });
     }
-    if (listening?.event !== 'listening') throw helperFailure(server, listening, python, 'openenv', 'the server did not start');
-    const base = `http://127.0.0.1:${String(listening.port)}`;
+    if (listening?.event === 'server_exit') {
+      throw new GatekeptError('ENV_START_FAILED', `the server did not start: the Python process ${String(listening.exit)}`, { details: helper.stderrTail() });
+    }
+    if (listening?.event !== 'listening') throw helperFailure(helper, listening, python, 'openenv', 'the server did not start');
 
     // 1. Health: the app imported and uvicorn serves it.
-    let health: unknown = null;
-    for (;;) {
-      if (server.done) {
-        throw new GatekeptError('ENV_START_FAILED', `the server ${server.exitDescription()} before /health answered`, { details: server.stderrTail() });
-      }
-      if (deadline.remainingMs === 0) {
-        throw new GatekeptError('ENV_START_FAILED', `GET /health did not answer {"status": "healthy"} within --timeout-s ${deadline.seconds}`, {
-          details: [`last answer: ${brief(health)}`, ...server.stderrTail()],
-        });
-      }
-      const answer = await Promise.race([fetchJson(`${base}/health`, deadline), context.interruption]);
-      health = 'error' in answer ? answer.error : answer.body;
-      if (!('error' in answer) && answer.status === 200 && (answer.body as { status?: unknown } | null)?.status === 'healthy') break;
-      await Promise.race([delay(HEALTH_POLL_MS), context.interruption]);
+    const health = await nextEvent(context, helper, ['health']);
+    if (health === TIMED_OUT || (health !== null && health.ok !== true && typeof health.exit !== 'string')) {
+      throw new GatekeptError('ENV_START_FAILED', `GET /health did not answer {"status": "healthy"} within --timeout-s ${deadline.seconds}`, {
+        details: [`last answer: ${brief(health === TIMED_OUT ? null : health.last)}`, ...helper.stderrTail()],
+      });
+    }
+    if (health === null) throw helperFailure(helper, null, python, 'openenv', 'the server did not start');
+    if (health.ok !== true) {
+      throw new GatekeptError('ENV_START_FAILED', `the server ${String(health.exit)} before /health answered`, { details: helper.stderrTail() });
     }
     checks.push({ name: 'health', ok: true, detail: 'GET /health answered {"status": "healthy"}' });
 
     // 2. Schema and metadata.
-    const schema = await fetchJson(`${base}/schema`, deadline);
-    const schemaBody =
-      'error' in schema
-        ? null
-        : (schema.body as { action?: { properties?: Record<string, unknown> }; observation?: { properties?: Record<string, unknown> } } | null);
-    const actionFields = Object.keys(schemaBody?.action?.properties ?? {});
-    const observationFields = Object.keys(schemaBody?.observation?.properties ?? {});
-    const schemaOk = actionFields.includes('answer') && observationFields.length > 0 && !observationFields.some((field) => GOLD_KEYS.has(field));
-    checks.push({
+    const routes = await nextEvent(context, helper, ['routes']);
+    if (routes === TIMED_OUT)
+      throw new GatekeptError('HARNESS_FAILED', `the routes did not answer within --timeout-s ${deadline.seconds}`, { details: helper.stderrTail() });
+    if (routes === null) throw harnessFailure(helper, null, python, 'checking the routes failed');
+    checks.push(...judgeRoutes(routes.schema as RouteAnswer, routes.metadata as RouteAnswer, pkg.envId));
+
+    // 3. Episodes over one WebSocket session, as a trainer plays them.
+    const played = await nextEvent(context, helper, ['played', 'play_failed']);
+    if (played === TIMED_OUT) {
+      throw new GatekeptError('HARNESS_FAILED', `the episodes did not finish within --timeout-s ${deadline.seconds}`, { details: helper.stderrTail() });
+    }
+    if (played?.event !== 'played') {
+      throw played === null
+        ? harnessFailure(helper, null, python, 'playing the episodes failed')
+        : new GatekeptError('HARNESS_FAILED', `playing the episodes failed: ${String(played.message)}`, { details: helper.stderrTail() });
+    }
+    const results = (played.results as EpisodeWire[] | undefined) ?? [];
+    const observed = probes.map((probe, index) => judgeEpisode(probe, results[index], rows));
+    const serverExit = typeof played.exit === 'string' ? played.exit : null;
+    if (observed.some((episode) => episode.problems.length > 0) || serverExit !== null) context.log.push(...helper.stderrTail());
+    if (serverExit !== null) checks.push({ name: 'server', ok: false, detail: `the server ${serverExit} during the episodes` });
+    return observed;
+  } finally {
+    await helper.stop();
+  }
+}
+
+/** A helper that ended without its answer after the server started: gatekept's side failed, not the package's start. */
+function harnessFailure(helper: Helper, event: SmokeEvent | null, python: string, what: string): GatekeptError {
+  const failure = helperFailure(helper, event, python, 'openenv', what);
+  return failure.code === 'ENV_START_FAILED' ? new GatekeptError('HARNESS_FAILED', failure.message, { details: failure.details }) : failure;
+}
+
+function judgeRoutes(schema: RouteAnswer, metadata: RouteAnswer, envId: string): SmokeCheck[] {
+  const schemaBody =
+    'error' in schema
+      ? null
+      : (schema.body as { action?: { properties?: Record<string, unknown> }; observation?: { properties?: Record<string, unknown> } } | null);
+  const actionFields = Object.keys(schemaBody?.action?.properties ?? {});
+  const observationFields = Object.keys(schemaBody?.observation?.properties ?? {});
+  const schemaOk = actionFields.includes('answer') && observationFields.length > 0 && !observationFields.some((field) => GOLD_KEYS.has(field));
+  const name = 'error' in metadata ? undefined : (metadata.body as { name?: unknown } | null)?.name;
+  return [
+    {
       name: 'schema',
       ok: schemaOk,
       detail:
         'error' in schema
           ? `GET /schema failed: ${schema.error}`
           : `action fields: ${actionFields.join(', ') || 'none'}; observation fields: ${observationFields.join(', ') || 'none'}`,
-    });
-    const metadata = await fetchJson(`${base}/metadata`, deadline);
-    const name = 'error' in metadata ? undefined : (metadata.body as { name?: unknown } | null)?.name;
-    checks.push({
+    },
+    {
       name: 'metadata',
-      ok: name === pkg.envId,
-      detail: 'error' in metadata ? `GET /metadata failed: ${metadata.error}` : `name: ${brief(name)}${name === pkg.envId ? '' : ` (expected ${pkg.envId})`}`,
-    });
-
-    // 3. Episodes over one WebSocket session, as a trainer plays them.
-    const input = probesInput(probes);
-    const messageTimeoutS = Math.max(1, Math.min(30, Math.floor(deadline.remainingMs / 1000)));
-    const player = await Helper.start(
-      python,
-      ['play', `ws://127.0.0.1:${String(listening.port)}/ws`, '--message-timeout-s', String(messageTimeoutS)],
-      workdir,
-      scrubbedEnv(context.home, []),
-      place,
-      input,
-    );
-    context.pids.push(player.pid);
-    let played: SmokeEvent | null | typeof TIMED_OUT;
-    try {
-      played = await nextEvent(context, player, ['played', 'missing', 'too_old']);
-    } finally {
-      await player.stop();
-    }
-    if (played === TIMED_OUT) {
-      throw new GatekeptError('HARNESS_FAILED', `the episodes did not finish within --timeout-s ${deadline.seconds}`, { details: server.stderrTail() });
-    }
-    if (played?.event !== 'played') {
-      const failure = helperFailure(player, played, python, 'openenv', 'playing the episodes failed');
-      throw failure.code === 'ENV_START_FAILED'
-        ? new GatekeptError('HARNESS_FAILED', failure.message, { details: [...failure.details, ...server.stderrTail()] })
-        : failure;
-    }
-    const results = (played.results as EpisodeWire[] | undefined) ?? [];
-    const observed = probes.map((probe, index) => judgeEpisode(probe, results[index], rows));
-    if (observed.some((episode) => episode.problems.length > 0) || server.done) context.log.push(...server.stderrTail());
-    if (server.done) checks.push({ name: 'server', ok: false, detail: `the server ${server.exitDescription()} during the episodes` });
-    return observed;
-  } finally {
-    await server.stop();
-  }
+      ok: name === envId,
+      detail: 'error' in metadata ? `GET /metadata failed: ${metadata.error}` : `name: ${brief(name)}${name === envId ? '' : ` (expected ${envId})`}`,
+    },
+  ];
 }
 
 interface EpisodeWire {

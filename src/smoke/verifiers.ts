@@ -14,7 +14,7 @@ import { nextEvent, probesInput, TIMED_OUT, type Observed, type RunContext } fro
 export async function runVerifiers(context: RunContext): Promise<Observed[]> {
   const { pkg, probes, rows, python, workdir, deadline, checks } = context;
   const input = probesInput(probes);
-  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths], shareNet: false };
+  const place: HelperPlace = { sandbox: context.sandbox, workdir, readable: [pkg.dir, ...context.pythonPaths] };
   const loader = await Helper.start(
     python,
     ['verifiers', pkg.dir, pkg.module, '--memory-mb', String(context.memoryMb), '--cpu-s', String(Math.ceil(deadline.seconds * 2))],

@@ -1,4 +1,5 @@
-import type { InspectedEnv } from '../inspect-env.js';
+import { escapeLine } from '../../runtime/escape-control.js';
+import type { InspectedEnv, LoadEffect } from '../inspect-env.js';
 import { clampScore, LOAD_TIMEOUT_STAGE, notRun, statusFor, type CheckResult } from '../record.js';
 
 /**
@@ -12,7 +13,32 @@ const HUB_OFFLINE =
 const HUB_HINT =
   ' (it loads a Hugging Face dataset, and the audit is offline: load it once with `datasets` so it is in your cache, point --hf-cache at that cache, or give a local copy with --local-dataset NAME=FILE)';
 
+/** The loader's side effects grouped by kind, as a gate record lists its own. */
+function effectGroups(effects: readonly LoadEffect[]): { kind: string; count: number; examples: string[] }[] {
+  const groups = new Map<string, { kind: string; count: number; examples: string[] }>();
+  for (const effect of effects) {
+    const group = groups.get(effect.kind) ?? { kind: effect.kind, count: 0, examples: [] };
+    group.count += 1;
+    const detail = escapeLine(effect.detail);
+    if (group.examples.length < 3 && !group.examples.includes(detail)) group.examples.push(detail);
+    groups.set(effect.kind, group);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * What loading did out of bounds, in words, as the gate's SIDE_EFFECTS
+ * reason words it; a child process is allowed and recorded only.
+ */
+function effectsFailure(groups: ReturnType<typeof effectGroups>): string | null {
+  const counted = groups.filter((group) => group.kind !== 'process');
+  if (counted.length === 0) return null;
+  return `loading had side effects: ${counted.map((group) => `${group.kind} ${group.count}x (${group.examples[0] ?? ''})`).join('; ')}; an environment's code must not touch anything outside its own directories`;
+}
+
 export function checkIntegrity(inspected: InspectedEnv): CheckResult {
+  const sideEffects = effectGroups(inspected.side_effects ?? []);
+  const effects = effectsFailure(sideEffects);
   if (!inspected.ok && inspected.stage === LOAD_TIMEOUT_STAGE) {
     return notRun('integrity', `could not load in time: ${inspected.error} (a busy machine or a slow import: raise timeouts.import_ms in the policy)`, {
       loaded: false,
@@ -26,11 +52,11 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
       name: 'integrity',
       status: 'FAIL',
       score: 0,
-      justification: `does not load (${inspected.stage}): ${inspected.error}${missing}`,
-      evidence: { loaded: false, stage: inspected.stage, error: inspected.error, missing_module: inspected.missing_module },
+      justification: `does not load (${inspected.stage}): ${inspected.error}${missing}${effects ? `; ${effects}` : ''}`,
+      evidence: { loaded: false, stage: inspected.stage, error: inspected.error, missing_module: inspected.missing_module, side_effects: sideEffects },
     };
   }
-  const failures: string[] = [];
+  const failures: string[] = effects ? [effects] : [];
   const warnings: string[] = [];
   const rows = inspected.rows;
   const emptyAnswers = rows.filter((row) => row.answer === null || row.answer.trim() === '').length;
@@ -82,6 +108,7 @@ export function checkIntegrity(inspected: InspectedEnv): CheckResult {
       rewards: rewards.map((reward) => ({ name: reward.name, weight: reward.weight, callable: reward.callable })),
       failures,
       warnings,
+      side_effects: sideEffects,
     },
   };
 }
