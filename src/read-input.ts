@@ -117,7 +117,7 @@ export async function readInputFile(file: string, label: InputLabel, cap = MAX_F
 export interface InputLine {
   /** 1-based. */
   line: number;
-  bytes: Buffer;
+  text: string;
 }
 
 export interface InputLines {
@@ -128,32 +128,54 @@ export interface InputLines {
   close: () => Promise<void>;
 }
 
+export interface LineOptions {
+  /** The longest line, in bytes (default MAX_LINE_BYTES). */
+  cap?: number;
+  /** A byte that is not UTF-8 is bad input naming its line (default), or is read as U+FFFD. */
+  invalidUtf8?: 'refuse' | 'replace';
+}
+
 /**
  * The lines of a regular file, read a chunk at a time: a line is held whole
- * (up to `cap` bytes, else bad input naming its number), never the file.
- * A UTF-8 byte order mark at the start is dropped.
+ * (up to the cap, else bad input naming its number), never the file. The
+ * complete lines of a chunk are decoded at once, which costs about what a
+ * text stream does. A UTF-8 byte order mark at the start is dropped.
  */
-export async function readInputLines(file: string, label: InputLabel, cap = MAX_LINE_BYTES): Promise<InputLines> {
+export async function readInputLines(file: string, label: InputLabel, options: LineOptions = {}): Promise<InputLines> {
+  const cap = options.cap ?? MAX_LINE_BYTES;
+  const refuse = (options.invalidUtf8 ?? 'refuse') === 'refuse';
   const { handle, size } = await openInputFile(file, label);
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= handle.close().catch(() => undefined);
     return closing;
   };
+  // ignoreBOM: a BOM is dropped from the first line alone, below, not from every chunk.
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  /** `bytes` holds whole lines, the first of them numbered `first`. */
+  const decode = (bytes: Buffer, first: number): string => {
+    if (!refuse) return bytes.toString('utf8');
+    try {
+      return decoder.decode(bytes);
+    } catch {
+      throw notUtf8(file, label, first + badLine(bytes, (part) => decoder.decode(part)));
+    }
+  };
+  let number = 1;
+  /** A line as read, `bytes` long when that is known; past the cap is bad input. */
+  const lineOf = (raw: string, bytes: number | null): InputLine => {
+    const crlf = raw.endsWith('\r');
+    let text = crlf ? raw.slice(0, -1) : raw;
+    // A UTF-16 unit is 1 to 3 bytes: the exact count is needed only near the cap.
+    const length = bytes !== null ? bytes - (crlf ? 1 : 0) : text.length * 3 <= cap ? 0 : Buffer.byteLength(text);
+    if (length > cap) throw tooLarge(file, label, `line ${number}`, cap);
+    if (number === 1 && text.startsWith('\ufeff')) text = text.slice(1);
+    return { line: number++, text };
+  };
   async function* lines(): AsyncGenerator<InputLine> {
     try {
       let pending: Buffer[] = [];
       let pendingBytes = 0;
-      let number = 1;
-      const finish = (tail: Buffer): InputLine => {
-        let bytes = pending.length === 0 ? tail : Buffer.concat([...pending, tail], pendingBytes + tail.length);
-        pending = [];
-        pendingBytes = 0;
-        if (bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, bytes.length - 1);
-        if (bytes.length > cap) throw tooLarge(file, label, `line ${number}`, cap);
-        if (number === 1 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
-        return { line: number++, bytes };
-      };
       for (;;) {
         const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
         let bytesRead: number;
@@ -163,24 +185,64 @@ export async function readInputLines(file: string, label: InputLabel, cap = MAX_
           throw cannotOpen(file, label, error);
         }
         if (bytesRead === 0) break;
+        const last = chunk.lastIndexOf(0x0a, bytesRead - 1);
+        if (last < 0) {
+          pending.push(chunk.subarray(0, bytesRead));
+          pendingBytes += bytesRead;
+          // Stopped as soon as the line is surely too long (one more byte may be the \r of a \r\n), not at its end.
+          if (pendingBytes > cap + 1) throw tooLarge(file, label, `line ${number}`, cap);
+          continue;
+        }
         let start = 0;
-        for (;;) {
-          const end = chunk.indexOf(0x0a, start);
-          if (end < 0 || end >= bytesRead) {
-            pending.push(Buffer.from(chunk.subarray(start, bytesRead)));
-            pendingBytes += bytesRead - start;
-            // Stopped as soon as the line is surely too long (one more byte may be the \r of a \r\n), not at its end.
-            if (pendingBytes > cap + 1) throw tooLarge(file, label, `line ${number}`, cap);
-            break;
-          }
-          yield finish(chunk.subarray(start, end));
+        if (pending.length > 0) {
+          // The line begun in earlier chunks ends at this chunk's first newline.
+          const end = chunk.indexOf(0x0a);
+          const head = Buffer.concat([...pending, chunk.subarray(0, end)], pendingBytes + end);
+          pending = [];
+          pendingBytes = 0;
+          yield lineOf(decode(head, number), head.length);
           start = end + 1;
         }
+        if (start <= last) {
+          // Every complete line left in the chunk, decoded at once (a newline byte never falls inside a character).
+          const texts = decode(chunk.subarray(start, last), number).split('\n');
+          for (const text of texts) yield lineOf(text, null);
+        }
+        if (last + 1 < bytesRead) {
+          // Copied: a view would keep the whole chunk alive for a short tail.
+          pending.push(Buffer.from(chunk.subarray(last + 1, bytesRead)));
+          pendingBytes = bytesRead - last - 1;
+        }
       }
-      if (pendingBytes > 0) yield finish(Buffer.alloc(0));
+      if (pending.length > 0) {
+        const tail = Buffer.concat(pending, pendingBytes);
+        yield lineOf(decode(tail, number), tail.length);
+      }
     } finally {
       await close();
     }
   }
   return { size, lines: lines(), close };
+}
+
+function notUtf8(file: string, label: InputLabel, line: number): GatekeptError {
+  // Refused rather than read as U+FFFD: that would audit a gold nobody wrote.
+  return new GatekeptError('BAD_DATASET', `${label.what} ${label.shownAs ?? file}: line ${line} is not valid UTF-8`, {
+    suggestion: 'save the file as UTF-8',
+  });
+}
+
+/** How many lines into `bytes` (0 for its first) the first byte that is not UTF-8 is. */
+function badLine(bytes: Buffer, decode: (bytes: Buffer) => string): number {
+  let start = 0;
+  for (let line = 0; ; line++) {
+    const end = bytes.indexOf(0x0a, start);
+    try {
+      decode(bytes.subarray(start, end < 0 ? bytes.length : end));
+    } catch {
+      return line;
+    }
+    if (end < 0) return line;
+    start = end + 1;
+  }
 }

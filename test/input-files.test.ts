@@ -47,7 +47,12 @@ function expectNotRegular(result: Awaited<ReturnType<typeof run>>, what: string,
 
 describe('a device or a FIFO is bad input, not a hang', () => {
   it('scan --results /dev/zero', async () => {
-    expectNotRegular(await run(['scan', '--results', '/dev/zero', '--reward', GAMEABLE, '--python', python]), 'results file', '/dev/zero', 'a character device');
+    expectNotRegular(
+      await run(['scan', '--results', '/dev/zero', '--reward', GAMEABLE, '--python', python]),
+      'results file',
+      '/dev/zero',
+      'a character device',
+    );
   });
 
   it('scan --results FIFO', async () => {
@@ -76,7 +81,7 @@ describe('a device or a FIFO is bad input, not a hang', () => {
     expectNotRegular(results, 'results file', fifo, 'a FIFO (named pipe)');
   });
 
-  it("pack --seed whose dataset is /dev/zero, and a seed that is one", async () => {
+  it('pack --seed whose dataset is /dev/zero, and a seed that is one', async () => {
     const seed = path.join(scratch, 'seed.json');
     await writeFile(
       seed,
@@ -115,7 +120,9 @@ async function fileWithLongLine(name: string, length: number, line: (padding: st
 
 describe('a line over the cap is bad input naming the file and the line', () => {
   it('scan: a rollout one byte over 64 MiB', async () => {
-    const file = await fileWithLongLine('long.jsonl', LINE_CAP + 1, (padding) => JSON.stringify({ completion: `\\boxed{42} ${padding}`, answer: '42', reward: 1 }));
+    const file = await fileWithLongLine('long.jsonl', LINE_CAP + 1, (padding) =>
+      JSON.stringify({ completion: `\\boxed{42} ${padding}`, answer: '42', reward: 1 }),
+    );
     const result = await run(['scan', '--results', file, '--reward', GAMEABLE, '--python', python, '--workers', '1']);
     expect(result.timedOut).toBe(false);
     expect(result.stderr).toContain(`error [INPUT_TOO_LARGE]: results file ${file}: line 2 is longer than 64 MiB, the most gatekept reads`);

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatekeptError } from '../src/errors.js';
-import { readInputFile, readInputLines } from '../src/read-input.js';
+import { type LineOptions, readInputFile, readInputLines } from '../src/read-input.js';
 
 let scratch: string;
 
@@ -20,12 +20,12 @@ afterAll(async () => {
   await rm(scratch, { recursive: true, force: true });
 });
 
-async function linesOf(content: string | Buffer, cap?: number): Promise<[number, string][]> {
+async function linesOf(content: string | Buffer, options: LineOptions | number = {}): Promise<[number, string][]> {
   const file = path.join(scratch, `f-${Math.random().toString(36).slice(2)}`);
   await writeFile(file, content);
-  const { lines } = await readInputLines(file, { what: 'test file' }, cap);
+  const { lines } = await readInputLines(file, { what: 'test file' }, typeof options === 'number' ? { cap: options } : options);
   const out: [number, string][] = [];
-  for await (const { line, bytes } of lines) out.push([line, bytes.toString('utf8')]);
+  for await (const { line, text } of lines) out.push([line, text]);
   return out;
 }
 
@@ -65,6 +65,20 @@ describe('readInputLines', () => {
     await expect(linesOf('abc\n1234\r5\r\n', 5)).rejects.toThrow(/line 2 is longer than/);
     // A line with no end is refused once past the cap, not read to its end.
     await expect(linesOf(`ok\n${'z'.repeat(3 * 1024 * 1024)}`, 1024 * 1024)).rejects.toThrow(/line 2 is longer than 1 MiB/);
+  });
+
+  it('names the line of a byte that is not UTF-8, or reads it as U+FFFD when asked', async () => {
+    const bad = Buffer.concat([Buffer.from('a\nb\nc'), Buffer.from([0xff]), Buffer.from('\nd\n')]);
+    await expect(linesOf(bad)).rejects.toThrow(/^test file .*: line 3 is not valid UTF-8$/);
+    // Past a chunk's worth of lines too.
+    const far = Buffer.concat([Buffer.from('x\n'.repeat(700_000)), Buffer.from([0xc3, 0x0a])]);
+    await expect(linesOf(far)).rejects.toThrow(/: line 700001 is not valid UTF-8$/);
+    expect(await linesOf(bad, { invalidUtf8: 'replace' })).toEqual([
+      [1, 'a'],
+      [2, 'b'],
+      [3, 'c\ufffd'],
+      [4, 'd'],
+    ]);
   });
 
   it('refuses a directory with fstat, before reading', async () => {

@@ -212,7 +212,7 @@ export interface RolloutSource {
   layout: RolloutLayout | null;
   /** Bytes of the file, for progress. */
   bytes: number;
-  /** Bytes read so far. */
+  /** Bytes read so far (counted by characters: exact for ASCII, close otherwise). */
   read: number;
   rollouts: AsyncGenerator<Rollout>;
   /** Closes the file when the rollouts are not read to the end; reading them all closes it too. */
@@ -224,7 +224,8 @@ const SUGGESTION =
 
 /** Opens the rollouts file now (a missing file, a device or a FIFO is bad input here); its lines are read as they are asked for. */
 export async function openRollouts(file: string, fields: FieldMap = DEFAULT_FIELDS): Promise<RolloutSource> {
-  const input = await readInputLines(file, { what: 'results file', suggestion: SUGGESTION });
+  // Read as a text stream reads: a byte that is not UTF-8 becomes U+FFFD.
+  const input = await readInputLines(file, { what: 'results file', suggestion: SUGGESTION }, { invalidUtf8: 'replace' });
   const source: RolloutSource = {
     file,
     layout: null,
@@ -234,10 +235,8 @@ export async function openRollouts(file: string, fields: FieldMap = DEFAULT_FIEL
     close: input.close,
   };
   source.rollouts = (async function* () {
-    for await (const { line, bytes } of input.lines) {
-      source.read += bytes.length + 1;
-      // Decoded as a text stream would be: a byte that is not UTF-8 becomes U+FFFD.
-      const raw = bytes.toString('utf8');
+    for await (const { line, text: raw } of input.lines) {
+      source.read += raw.length + 1;
       if (raw.trim() === '') continue;
       let value: unknown;
       try {
