@@ -138,3 +138,18 @@ describe('a line over the cap is bad input naming the file and the line', () => 
     expect(result.exitCode).toBe(2);
   });
 });
+
+describe('a crash', () => {
+  it('is exit 3 (could not audit), never REJECT\'s 1, and its text is escaped', async () => {
+    // An exception nothing catches, thrown once the command is under way: what a bug in a stream handler does.
+    const crash = path.join(scratch, 'crash.cjs');
+    await writeFile(crash, "setImmediate(() => { throw new Error('boom \\u001b[31m'); });\n");
+    const result = await cli(['gate', '--reward', GAMEABLE, '--answer', '42', '--python', python], {
+      env: { NODE_OPTIONS: `--require ${crash}` },
+      timeout: LIMIT_MS,
+    });
+    expect(result.stderr).toContain('internal error: Error: boom \\u001b[31m');
+    expect(result.stderr).not.toContain('\u001b');
+    expect(result.exitCode).toBe(3);
+  });
+});
