@@ -140,7 +140,7 @@ describe('a line over the cap is bad input naming the file and the line', () => 
 });
 
 describe('a crash', () => {
-  it('is exit 3 (could not audit), never REJECT\'s 1, and its text is escaped', async () => {
+  it("is exit 3 (could not audit), never REJECT's 1, and its text is escaped", async () => {
     // An exception nothing catches, thrown once the command is under way: what a bug in a stream handler does.
     const crash = path.join(scratch, 'crash.cjs');
     await writeFile(crash, "setImmediate(() => { throw new Error('boom \\u001b[31m'); });\n");
