@@ -31,6 +31,32 @@ process.once('SIGINT', interrupted('SIGINT', 130));
 process.once('SIGTERM', interrupted('SIGTERM', 143));
 process.once('SIGHUP', interrupted('SIGHUP', 129));
 
+// A crash is never a verdict: exit 1 means REJECT, which is what Node exits
+// with on an exception nothing caught. Such a bug ends the command with 3,
+// "could not audit", as run() does with one it catches; its text may quote
+// input, so control characters are escaped as the CLI's writer does.
+const isControl = (code) =>
+  (code < 0x20 && code !== 0x0a && code !== 0x09) ||
+  (code >= 0x7f && code <= 0x9f) ||
+  code === 0x061c ||
+  code === 0x200e ||
+  code === 0x200f ||
+  (code >= 0x202a && code <= 0x202e) ||
+  (code >= 0x2066 && code <= 0x2069);
+const crashed = (error) => {
+  try {
+    const text = Array.from(String(error?.stack || error), (char) =>
+      isControl(char.charCodeAt(0)) ? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}` : char,
+    ).join('');
+    process.stderr.write(`internal error: ${text}\n  this is a bug in gatekept; please report it with the command you ran.\n`);
+  } catch {
+    // a hung-up terminal must not stop the exit below
+  }
+  process.exit(3);
+};
+process.on('uncaughtException', crashed);
+process.on('unhandledRejection', crashed);
+
 let loadCli;
 try {
   ({ loadCli } = require(path.join(bundle, 'code-cache.cjs')));

@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'BAD_SEED'
   | 'BAD_DATASET'
   | 'FILE_NOT_FOUND'
+  | 'NOT_A_REGULAR_FILE'
+  | 'INPUT_TOO_LARGE'
   | 'OUT_DIR_NOT_EMPTY'
   | 'OUT_DIR_UNWRITABLE'
   | 'PYTHON_NOT_FOUND'

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import type { z } from 'zod';
 import { GatekeptError } from './errors.js';
+import { readInputLines } from './read-input.js';
 
 /**
  * The task rows every stage shares (a seed's dataset, the packages' data.jsonl,
@@ -52,45 +52,33 @@ function nesting(value: unknown, limit: number): number {
   return deepest;
 }
 
-/** Every non-blank line of a JSONL file, parsed; blank lines are skipped. */
+/**
+ * Every non-blank line of a JSONL file, parsed; blank lines are skipped. The
+ * file must be a regular file and no line longer than MAX_LINE_BYTES (see
+ * read-input.ts).
+ */
 export async function readJsonlValues(file: string, source: JsonlSource): Promise<JsonlLine<unknown>[]> {
   const shown = source.shownAs ?? file;
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read ${source.what} ${shown}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: source.suggestion,
-    });
-  }
-  let text: string;
-  try {
-    // Fatal on a byte that is not UTF-8: decoding it to U+FFFD would audit a gold nobody wrote.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    const line = bytes.subarray(0, firstInvalidUtf8(bytes)).toString('latin1').split('\n').length;
-    throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${line} is not valid UTF-8`, {
-      suggestion: 'save the file as UTF-8',
-    });
-  }
+  // A byte that is not UTF-8 is refused, naming its line: decoding it to U+FFFD would audit a gold nobody wrote.
+  const { lines: input } = await readInputLines(file, { what: source.what, shownAs: shown, suggestion: source.suggestion });
   const lines: JsonlLine<unknown>[] = [];
-  text.split(/\r?\n/).forEach((raw, index) => {
-    if (raw.trim() === '') return;
+  for await (const { line, text: raw } of input) {
+    if (raw.trim() === '') continue;
+    let value: unknown;
     try {
-      const value: unknown = JSON.parse(raw);
-      if (nesting(value, MAX_NESTING) > MAX_NESTING) {
-        throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${index + 1} nests arrays and objects more than ${MAX_NESTING} deep`, {
-          suggestion: 'flatten the row: a verifier reads it with a JSON parser that stops at its recursion limit',
-        });
-      }
-      lines.push({ line: index + 1, value });
+      value = JSON.parse(raw);
     } catch (error) {
-      if (error instanceof GatekeptError) throw error;
-      throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${index + 1} is not valid JSON (${(error as Error).message})`, {
+      throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${line} is not valid JSON (${(error as Error).message})`, {
         suggestion: source.lineSuggestion ?? 'write one JSON object per line (JSONL)',
       });
     }
-  });
+    if (nesting(value, MAX_NESTING) > MAX_NESTING) {
+      throw new GatekeptError('BAD_DATASET', `${source.what} ${shown}: line ${line} nests arrays and objects more than ${MAX_NESTING} deep`, {
+        suggestion: 'flatten the row: a verifier reads it with a JSON parser that stops at its recursion limit',
+      });
+    }
+    lines.push({ line, value });
+  }
   return lines;
 }
 
@@ -112,23 +100,4 @@ export async function readJsonl<S extends z.ZodType>(
       new GatekeptError('BAD_DATASET', `${source.what} ${source.shownAs ?? file}: line ${line} is invalid`, { suggestion: source.suggestion })
     );
   });
-}
-
-/** Offset of the first byte sequence that is not UTF-8 (the length when there is none). */
-function firstInvalidUtf8(bytes: Buffer): number {
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  let low = 0;
-  let high = bytes.length;
-  // The longest valid prefix, by halving: decoding a prefix cut inside a
-  // character fails too, so the answer is within 3 bytes of the bad one.
-  while (low < high) {
-    const middle = Math.ceil((low + high) / 2);
-    try {
-      decoder.decode(bytes.subarray(0, middle));
-      low = middle;
-    } catch {
-      high = middle - 1;
-    }
-  }
-  return low;
 }

@@ -212,7 +212,7 @@ describe('seeds (gatekept pack)', () => {
     expect(missing.stderr).toMatch(/fix: pass an existing seed JSON file with --seed/);
     expect(missing.exitCode).toBe(2);
     const directory = await cli(['pack', '--seed', scratch, '--out', path.join(scratch, 'out-dir')]);
-    expect(directory.stderr).toMatch(/cannot read seed .*: EISDIR/);
+    expect(directory.stderr).toMatch(/error \[NOT_A_REGULAR_FILE\]: seed .* is a directory: it must be a regular file/);
     expect(directory.exitCode).toBe(2);
   });
 });
@@ -271,7 +271,7 @@ describe('policies', () => {
     expect(missing.stderr).toMatch(/fix: pass an existing TOML file with --policy/);
     expect(missing.exitCode).toBe(2);
     const directory = await cliInProcess(['gate', '--reward', STRICT, '--answer', '42', '--policy', scratch]);
-    expect(directory.stderr).toMatch(/cannot read policy file .*: EISDIR/);
+    expect(directory.stderr).toMatch(/error \[NOT_A_REGULAR_FILE\]: policy file .* is a directory: it must be a regular file/);
     expect(directory.exitCode).toBe(2);
   });
 });

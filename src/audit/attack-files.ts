@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { familyOf, validateFamily, type Attack, type Corpus } from './corpus.js';
 import { templateProblem, usesGold } from './expand-candidates.js';
 import { GatekeptError } from '../errors.js';
+import { readInputFile } from '../read-input.js';
 
 /**
  * Attack files of the user's own (`gate --attacks FILE`, repeatable): family
@@ -48,12 +48,7 @@ export async function withAttackFiles(base: Corpus, files: readonly string[], cw
   const families = [...base.families];
   for (const file of files) {
     const suggestion = 'give a family file in the corpus format (attacks/README.md), such as the one scan --emit-attacks writes';
-    let text: string;
-    try {
-      text = await readFile(path.resolve(cwd, file), 'utf8');
-    } catch (error) {
-      throw new GatekeptError('FILE_NOT_FOUND', `cannot read attack file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, { suggestion });
-    }
+    const text = (await readInputFile(path.resolve(cwd, file), { what: 'attack file', shownAs: file, suggestion })).toString('utf8');
     let value: unknown;
     try {
       value = JSON.parse(text);

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
+import { readInputFile } from '../read-input.js';
 import { hasOnlyKeys, isRecord } from '../hand-check.js';
 
 /**
@@ -360,16 +360,11 @@ export function parsePolicyToml(text: string, source = 'policy'): GatePolicy {
 
 /** Read and validate a policy file. */
 export async function loadPolicy(file: string): Promise<GatePolicy> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new GatekeptError(code === 'ENOENT' ? 'FILE_NOT_FOUND' : 'BAD_POLICY', `cannot read policy file ${file}: ${code ?? String(error)}`, {
-      suggestion: 'pass an existing TOML file with --policy, or omit it to use the defaults',
-    });
-  }
-  return parsePolicyToml(text, file);
+  const bytes = await readInputFile(file, {
+    what: 'policy file',
+    suggestion: 'pass an existing TOML file with --policy, or omit it to use the defaults',
+  });
+  return parsePolicyToml(bytes.toString('utf8'), file);
 }
 
 /** The policy as written into the audit record (snake_case, like the file). */

@@ -51,8 +51,11 @@ export function createProgress(io: Io, label: string): Progress | undefined {
   let drawn = false;
   let finished = false;
   let last = 0;
+  // Only the controls go out raw: the line itself holds names from outside (a reward's, in a phase label).
+  const control = io.stderrControl ?? io.stderr;
   const draw = (line: string) => {
-    io.stderr(`\r\x1b[K${line}`);
+    control('\r\x1b[K');
+    io.stderr(line);
     drawn = true;
   };
   const tick = setInterval(() => {
@@ -79,7 +82,7 @@ export function createProgress(io: Io, label: string): Progress | undefined {
       if (finished) return;
       finished = true;
       clearInterval(tick);
-      if (drawn) io.stderr('\r\x1b[K');
+      if (drawn) control('\r\x1b[K');
     },
   };
 }

@@ -8,7 +8,7 @@ import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js'
 import { createProgress } from './progress.js';
 import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, type Sandbox, type SandboxMode } from '../runtime/sandbox.js';
-import { defaultIo, type Io } from './io.js';
+import { defaultIo, type Io, terminalIo } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { COMPLETION_FORMATS } from '../types.js';
 import { checkedGateOptions, GATE_SHARED, gateOptionsSchema } from './option-schemas.js';
@@ -248,7 +248,8 @@ export async function buildProgram(io: Io, setExit: (code: ExitCode) => void, ar
 }
 
 /** Run the CLI; resolves to the exit code. Never throws. */
-export async function run(argv: readonly string[], io: Io = defaultIo): Promise<ExitCode> {
+export async function run(argv: readonly string[], given: Io = defaultIo): Promise<ExitCode> {
+  const io = terminalIo(given);
   let code: ExitCode = EXIT.pass;
   try {
     const program = await buildProgram(

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { choicesOf } from './build-dataset.js';
 import { SLOT_READER_FILE_NAME, slotReaderSource } from './environment-spec.js';
 import { GatekeptError } from '../errors.js';
+import { readInputFile } from '../read-input.js';
 import type { LoadedSeed } from './seed.js';
 import { TEMPLATES_DIR } from '../paths.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
@@ -45,13 +46,8 @@ export async function scaffoldVerifier(loaded: LoadedSeed, answerType: AnswerTyp
     };
   }
   const file = path.resolve(loaded.baseDir, seed.verifier.file);
-  let source: string;
-  try {
-    source = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read verifier.file ${seed.verifier.file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: 'verifier.file is resolved relative to the seed file',
-    });
-  }
+  const source = (
+    await readInputFile(file, { what: 'verifier.file', shownAs: seed.verifier.file, suggestion: 'verifier.file is resolved relative to the seed file' })
+  ).toString('utf8');
   return { source, functionName: seed.verifier.function, completionFormat: seed.verifier.completion_format, origin: 'custom', modules: {} };
 }

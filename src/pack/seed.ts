@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import * as z from 'zod';
 import { describeIssues } from '../audit/policy.js';
-import { GatekeptError } from '../errors.js';
+import { GatekeptError, isGatekeptError } from '../errors.js';
+import { readInputFile } from '../read-input.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { ANSWER_FORMATS, COMPLETION_FORMATS } from '../types.js';
 
@@ -168,9 +168,12 @@ export async function loadSeed(seed: string | SeedInput, cwd: string): Promise<L
   const file = path.resolve(cwd, seed);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    bytes = await readInputFile(file, { what: 'seed', shownAs: seed });
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    // A file that is there but cannot be used (a directory, a device, too large) says so as it is.
+    if (isGatekeptError(error) && error.code !== 'FILE_NOT_FOUND') throw error;
+    const cause = isGatekeptError(error) ? error.cause : error;
+    const reason = (cause as NodeJS.ErrnoException).code ?? String(cause);
     const resolved = path.isAbsolute(seed) ? '' : ` (relative paths are resolved from the working directory: looked for ${file})`;
     // The bundled examples live in gatekept's own directory, not the user's.
     const bundled = path.join(PACKAGE_ROOT, seed);

@@ -1,7 +1,5 @@
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
 import { GatekeptError } from '../errors.js';
+import { readInputLines } from '../read-input.js';
 
 /**
  * Rollouts, one at a time, from the files evaluation and training runs
@@ -9,7 +7,7 @@ import { GatekeptError } from '../errors.js';
  * `results.jsonl` (one rollout a line), or a plain JSONL of prompt,
  * completion and answer as RL trainers dump them, with fields renamed by a
  * mapping. The file is read as a stream, so a file of any length is held one
- * line at a time.
+ * line at a time (up to MAX_LINE_BYTES a line; see read-input.ts).
  */
 
 export type RolloutLayout = 'verifiers-v1' | 'verifiers-v0' | 'plain';
@@ -217,28 +215,27 @@ export interface RolloutSource {
   /** Bytes read so far (counted by characters: exact for ASCII, close otherwise). */
   read: number;
   rollouts: AsyncGenerator<Rollout>;
+  /** Closes the file when the rollouts are not read to the end; reading them all closes it too. */
+  close: () => Promise<void>;
 }
 
 const SUGGESTION =
   'give the JSONL vf-eval writes (traces.jsonl for verifiers 0.4, results.jsonl for 0.3) or one JSON object per line with completion and answer fields (rename them with --field)';
 
+/** Opens the rollouts file now (a missing file, a device or a FIFO is bad input here); its lines are read as they are asked for. */
 export async function openRollouts(file: string, fields: FieldMap = DEFAULT_FIELDS): Promise<RolloutSource> {
-  let bytes: number;
-  try {
-    const info = await stat(file);
-    if (!info.isFile()) throw Object.assign(new Error('not a file'), { code: 'EISDIR' });
-    bytes = info.size;
-  } catch (error) {
-    throw new GatekeptError('FILE_NOT_FOUND', `cannot read results file ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, {
-      suggestion: SUGGESTION,
-    });
-  }
-  const source: RolloutSource = { file, layout: null, bytes, read: 0, rollouts: undefined as unknown as AsyncGenerator<Rollout> };
+  // Read as a text stream reads: a byte that is not UTF-8 becomes U+FFFD.
+  const input = await readInputLines(file, { what: 'results file', suggestion: SUGGESTION }, { invalidUtf8: 'replace' });
+  const source: RolloutSource = {
+    file,
+    layout: null,
+    bytes: input.size,
+    read: 0,
+    rollouts: undefined as unknown as AsyncGenerator<Rollout>,
+    close: input.close,
+  };
   source.rollouts = (async function* () {
-    const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Number.POSITIVE_INFINITY });
-    let line = 0;
-    for await (const raw of lines) {
-      line += 1;
+    for await (const { line, text: raw } of input.lines) {
       source.read += raw.length + 1;
       if (raw.trim() === '') continue;
       let value: unknown;

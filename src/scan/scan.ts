@@ -14,7 +14,7 @@ import type { AnswerType, CompletionFormat } from '../types.js';
 import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
 import { openEnvScoring, rowPlacer, type EnvRow } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
-import { openRollouts, parseFieldMap, type Rollout } from './read-rollouts.js';
+import { openRollouts, parseFieldMap, type Rollout, type RolloutSource } from './read-rollouts.js';
 import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
 import { ScanTally } from './tally.js';
 import type { Levels } from '../audit/calibrate.js';
@@ -100,6 +100,22 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     });
   }
   const source = await openRollouts(path.resolve(cwd, options.results), fields);
+  try {
+    return await scanSource(source, options, policy, choices, started, cwd);
+  } finally {
+    // Open since the check above: closed however the scan ends, read to the end or not.
+    await source.close();
+  }
+}
+
+async function scanSource(
+  source: RolloutSource,
+  options: ScanOptions,
+  policy: GatePolicy,
+  choices: readonly string[],
+  started: number,
+  cwd: string,
+): Promise<ScanResult> {
   const python = resolvePython(options.python, cwd);
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
   // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
