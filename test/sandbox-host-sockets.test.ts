@@ -8,7 +8,7 @@
  * it on every call, and nothing may arrive.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { copyFile, link, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,12 +63,30 @@ function listen(paths: readonly Buffer[], lateAfterS = 0): Listener {
   return { process: child, connected, ready };
 }
 
-async function gate(verifier: string, cwd: string): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
+async function gate(
+  verifier: string,
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }> {
   const tmp = await mkdtemp(path.join(scratch, 'tmp-'));
   const run = await execa(
     process.execPath,
-    [BIN, 'gate', '--reward', `${verifier}:reward`, '--answer', '42', '--python', PYTHON, '--policy', policy, '--sandbox', 'bwrap', '--json'],
-    { cwd, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0' } },
+    [
+      BIN,
+      'gate',
+      '--reward',
+      `${verifier}:reward`,
+      '--answer',
+      '42',
+      '--python',
+      env.PYTHON_PATH ?? PYTHON,
+      '--policy',
+      policy,
+      '--sandbox',
+      'bwrap',
+      '--json',
+    ],
+    { cwd, reject: false, stdin: 'ignore', env: { TMPDIR: tmp, FORCE_COLOR: '0', ...env } },
   );
   return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
@@ -102,6 +120,29 @@ describe.skipIf(!HAS_BWRAP)('no host unix socket is reachable from the sandbox, 
         linked: false,
         late: false,
       });
+    } finally {
+      listener.process.kill('SIGKILL');
+    }
+  });
+
+  it('where overlays cannot be made (no unshare or nsenter), the verifier gets no unix socket, and every run says so', async () => {
+    const dir = path.join(scratch, 'no-overlays');
+    const bin = path.join(scratch, 'bin-bwrap-only');
+    await mkdir(dir);
+    await mkdir(bin);
+    await copyFile(path.join(FIXTURES, 'reach.py'), path.join(dir, 'reach.py'));
+    const bwrap = (await execa('sh', ['-c', 'command -v bwrap'])).stdout.trim();
+    await symlink(bwrap, path.join(bin, 'bwrap'));
+    const agent = Buffer.from(path.join(dir, 'agent.sock'));
+    const listener = listen([agent]);
+    try {
+      await listener.ready;
+      const python = (await execa('sh', ['-c', `command -v "${PYTHON}"`])).stdout.trim();
+      const run = await gate(path.join(dir, 'reach.py'), PACKAGE_ROOT, { PATH: bin, PYTHON_PATH: python });
+      await sleep(100);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/cannot show directories through overlays here .* no unix socket/);
+      expect(listener.connected).toEqual([]);
     } finally {
       listener.process.kill('SIGKILL');
     }

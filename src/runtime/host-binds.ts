@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, realpathSync, writeFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,9 +14,8 @@ import path from 'node:path';
  * and connect() reaches a listener only through the inode it was bound to.
  * A socket in such a directory, whatever its name, whenever it appeared and
  * however it was linked, refuses every connection. The overlays are mounted
- * in a mount namespace made for the launch (an unprivileged user namespace,
- * `unshare`), where bubblewrap then starts and binds them like any other
- * directory. Where the kernel cannot make them, the sandbox refuses the
+ * in a mount namespace of gatekept's own (see overlay-host.ts), where
+ * bubblewrap then starts and binds them like any other directory. Where the kernel cannot make them, the sandbox refuses the
  * verifier unix sockets altogether instead (see sandbox.ts).
  */
 
@@ -79,16 +78,10 @@ function coverArgs(entry: string, empty: string): string[] {
   return info.isDirectory() ? ['--tmpfs', entry] : ['--ro-bind', empty, entry];
 }
 
-/** The overlays one launch mounts before bubblewrap starts: `m<i>` shows `sources[i]`. */
-export interface Staging {
-  dir: string;
-  sources: string[];
-}
-
 export interface HostBinds {
   args: string[];
-  /** Null when nothing is shown through an overlay (no directory to bind, or overlays off). */
-  staging: Staging | null;
+  /** The directories shown through overlays: they must be mounted before the launch. */
+  overlaid: string[];
 }
 
 /**
@@ -99,11 +92,11 @@ export interface HostBinds {
  * is inside what is bound (elsewhere it dangles). A needed path under a cover
  * (a venv in `~/.cache`), or beyond a mount point inside what is bound, is
  * bound again after the covers, alone: a later mount hides an earlier one,
- * so the order matters. With `overlays`, every directory bound is an overlay
- * staged in the scratch directory; a file is bound only when it is a regular
- * one.
+ * so the order matters. With `overlay` (where a directory's overlay is
+ * mounted), every directory bound is its overlay, and a file is bound only
+ * when it is a regular one.
  */
-export function hostBinds(readable: readonly string[], scratch: string, overlays: boolean): HostBinds {
+export function hostBinds(readable: readonly string[], scratch: string, overlay: ((source: string) => string) | null): HostBinds {
   const entries = [...new Set(readable.map((entry) => real(entry)).filter((entry): entry is string => entry !== null && entry !== '/'))]
     .filter((entry) => !SYSTEM_ROOTS.some((root) => isUnder(entry, root)))
     .sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
@@ -125,18 +118,18 @@ export function hostBinds(readable: readonly string[], scratch: string, overlays
       if (target && roots.some((bound) => isUnder(target, bound)) && !covers.includes(target)) covers.push(target);
     }
   }
-  const points = overlays ? mountPoints() : [];
+  const points = overlay ? mountPoints() : [];
   const beyondMount = (entry: string): boolean =>
     points.some((point) => isUnder(entry, point) && roots.some((root) => root !== point && isUnder(point, root) && isUnder(entry, root)));
   const again = entries.filter((entry) => !roots.includes(entry) && (covers.some((cover) => isUnder(entry, cover)) || beyondMount(entry)));
 
-  const sources: string[] = [];
+  const overlaid: string[] = [];
   const bind = (entry: string): string[] => {
-    if (!overlays) return ['--ro-bind', entry, entry];
+    if (!overlay) return ['--ro-bind', entry, entry];
     const info = lstatOrNull(entry);
     if (info?.isDirectory()) {
-      sources.push(entry);
-      return ['--ro-bind', `m${sources.length - 1}`, entry];
+      overlaid.push(entry);
+      return ['--ro-bind', overlay(entry), entry];
     }
     // A socket, FIFO or device bound alone would be reachable as it is.
     return info?.isFile() ? ['--ro-bind', entry, entry] : [];
@@ -147,61 +140,5 @@ export function hostBinds(readable: readonly string[], scratch: string, overlays
   if (covers.length > 0) writeFileSync(empty, '');
   for (const cover of covers) args.push(...coverArgs(cover, empty));
   for (const entry of again) args.push(...bind(entry));
-  if (sources.length === 0) return { args, staging: null };
-  const dir = stage(scratch, sources);
-  // bubblewrap binds the overlays by their staged paths.
-  return { args: args.map((arg) => (/^m\d+$/.test(arg) ? path.join(dir, arg) : arg)), staging: { dir, sources } };
-}
-
-/**
- * One directory per launch: `l<i>` links to the i-th source, `m<i>` is where
- * its overlay is mounted and `e` where an empty file system is (the overlay's
- * second layer: a layer of its own must not lie inside the one it shows).
- * Launches share the scratch directory, so each stages in a fresh one.
- */
-function stage(scratch: string, sources: readonly string[]): string {
-  mkdirSync(scratch, { recursive: true, mode: 0o700 });
-  const dir = mkdtempSync(path.join(scratch, 'o-'));
-  mkdirSync(path.join(dir, 'e'));
-  sources.forEach((source, index) => {
-    symlinkSync(source, path.join(dir, `l${index}`));
-    mkdirSync(path.join(dir, `m${index}`));
-  });
-  return dir;
-}
-
-/**
- * Mounts the staged overlays, then becomes bubblewrap. The layers are named
- * relative to the staging directory, so no host path is parsed as a mount
- * option (a `:` or `,` in it would split it). dash exports PWD, which would
- * name the staging directory inside: it is unset before bubblewrap starts.
- */
-const MOUNT_SCRIPT = [
-  'cd "$1" || exit 125',
-  'n=$2',
-  'shift 2',
-  'mount -t tmpfs -o size=4096,mode=0555 gatekept-empty e || exit 125',
-  'i=0',
-  'while [ "$i" -lt "$n" ]; do',
-  '  mount -t overlay -o "lowerdir=l$i:e" overlay "m$i" || { echo "cannot show $(readlink "l$i") without its sockets: overlay refused" >&2; exit 125; }',
-  '  i=$((i + 1))',
-  'done',
-  'cd /',
-  'unset PWD OLDPWD',
-  'exec "$@"',
-].join('\n');
-
-/** The command line that mounts the staged overlays and then runs `command args` (bubblewrap). */
-export function withOverlays(unshare: string, staging: Staging, command: string, args: readonly string[]): { command: string; args: string[] } {
-  return {
-    command: unshare,
-    args: ['--user', '--map-root-user', '--mount', '--', '/bin/sh', '-c', MOUNT_SCRIPT, 'sh', staging.dir, String(staging.sources.length), command, ...args],
-  };
-}
-
-/** A staging directory for the probe: one empty directory shown through an overlay. */
-export function probeStaging(scratch: string): Staging {
-  const source = path.join(scratch, 'probe-source');
-  if (!existsSync(source)) mkdirSync(source, { recursive: true, mode: 0o700 });
-  return { dir: stage(scratch, [source]), sources: [source] };
+  return { args, overlaid };
 }

@@ -162,7 +162,7 @@ export class PythonProcess {
   static async start(options: PythonProcessOptions): Promise<PythonProcess> {
     const pythonArgs = ['-B', '-X', 'utf8', ...options.args];
     const launch = options.sandbox
-      ? bwrapCommand(options.sandbox.sandbox, options.sandbox.layout, options.python, pythonArgs)
+      ? await bwrapCommand(options.sandbox.sandbox, options.sandbox.layout, options.python, pythonArgs)
       : { command: options.python, args: pythonArgs, seccompFile: null };
     // bubblewrap reads its seccomp filter from fd SECCOMP_FD and closes it.
     // Our copy is opened close-on-exec and closed as soon as the child exists

@@ -7,11 +7,9 @@ import {
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readlinkSync,
   renameSync,
-  rmSync,
   writeFileSync,
   type Stats,
 } from 'node:fs';
@@ -19,7 +17,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { hostBinds, probeStaging, withOverlays } from './host-binds.js';
+import { hostBinds } from './host-binds.js';
+import { overlayHost } from './overlay-host.js';
 import { seccompProgram } from './seccomp.js';
 
 /**
@@ -53,11 +52,12 @@ export interface Sandbox {
   readonly withoutDisableUserns?: boolean;
   /**
    * Set where the host directories can be shown through overlays (see
-   * host-binds.ts), with the `unshare` that mounts them; elsewhere the
-   * verifier gets no unix socket, so that no host service's can be reached.
+   * host-binds.ts), with the `unshare` and `nsenter` that make and enter
+   * their namespace (see overlay-host.ts); elsewhere the verifier gets no
+   * unix socket, so that no host service's can be reached.
    */
   readonly overlays?: boolean;
-  readonly unshare?: string | null;
+  readonly overlayTools?: OverlayTools | null;
 }
 
 /** Where the sandboxed process finds its home and temporary directory. */
@@ -130,8 +130,19 @@ interface BwrapProbe {
   filterRefused: boolean;
   /** Older kernels and bubblewraps lack --disable-userns. */
   withoutDisableUserns: boolean;
-  /** The `unshare` that mounts the overlays (see host-binds.ts), where they can be made here; else null. */
-  unshare: string | null;
+  /** What mounts the overlays (see host-binds.ts), where they can be made here; else null. */
+  overlayTools: OverlayTools | null;
+}
+
+export interface OverlayTools {
+  unshare: string;
+  nsenter: string;
+}
+
+function findOverlayTools(): OverlayTools | null {
+  const unshare = findOnPath('unshare');
+  const nsenter = findOnPath('nsenter');
+  return unshare && nsenter ? { unshare, nsenter } : null;
 }
 
 const probes = new Map<string, Promise<BwrapProbe>>();
@@ -170,12 +181,12 @@ function probeBwrap(): Promise<BwrapProbe> {
   if (!probe) {
     probe = (async () => {
       const bwrap = findOnPath('bwrap');
-      const unshare = findOnPath('unshare');
-      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false, unshare: null };
+      const tools = findOverlayTools();
+      if (!bwrap) return { bwrap: null, problem: 'bwrap was not found on PATH', filterRefused: false, withoutDisableUserns: false, overlayTools: null };
       // A worker launched in the hoped sandbox in this turn of the event loop is registered by the next.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const launch = hopedLaunches.get(key);
-      if (launch && (await launch)) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns: false, unshare };
+      if (launch && (await launch)) return { bwrap, problem: null, filterRefused: false, withoutDisableUserns: false, overlayTools: tools };
       // Through a pipe, so a run killed while it probes leaves no file behind.
       const filter = seccompProgram();
       let first = null as { ok: boolean; stderr: string } | null;
@@ -185,8 +196,8 @@ function probeBwrap(): Promise<BwrapProbe> {
         const plain = withFilter ? { ok: true, stderr: '' } : await trial(false);
         first ??= plain;
         if (plain.ok) {
-          const overlays = unshare !== null && (await overlaysWork(unshare, bwrap, withoutDisableUserns));
-          return { bwrap, problem: null, filterRefused: filter !== null && !withFilter, withoutDisableUserns, unshare: overlays ? unshare : null };
+          const overlays = tools !== null && (await overlaysWork(tools, bwrap, withoutDisableUserns));
+          return { bwrap, problem: null, filterRefused: filter !== null && !withFilter, withoutDisableUserns, overlayTools: overlays ? tools : null };
         }
       }
       return {
@@ -194,7 +205,7 @@ function probeBwrap(): Promise<BwrapProbe> {
         problem: `bwrap cannot create namespaces here: ${first?.stderr || 'it failed'}`,
         filterRefused: false,
         withoutDisableUserns: false,
-        unshare: null,
+        overlayTools: null,
       };
     })().finally(() => answered.add(key));
     probes.set(key, probe);
@@ -203,30 +214,23 @@ function probeBwrap(): Promise<BwrapProbe> {
 }
 
 /** Whether an overlay of a directory can be mounted and bound into the sandbox here (see host-binds.ts). */
-async function overlaysWork(unshare: string, bwrap: string, withoutDisableUserns: boolean): Promise<boolean> {
-  const scratch = mkdtempSync(path.join(os.tmpdir(), 'gatekept-probe-'));
+async function overlaysWork(tools: OverlayTools, bwrap: string, withoutDisableUserns: boolean): Promise<boolean> {
   try {
-    const staging = probeStaging(scratch);
-    const source = staging.sources[0]!;
-    const launch = withOverlays(unshare, staging, bwrap, [
-      ...baseArgs(withoutDisableUserns),
-      '--ro-bind',
-      path.join(staging.dir, 'm0'),
-      source,
-      '--',
-      '/bin/sh',
-      '-c',
-      'exit 0',
-    ]);
+    const host = await overlayHost(tools.unshare, tools.nsenter);
+    const source = path.join(host.dir, 'probe');
+    mkdirSync(source, { recursive: true });
+    const staged = host.stagedPath(source);
+    await host.ready([source]);
+    const launch = host.launch(bwrap, [...baseArgs(withoutDisableUserns), '--ro-bind', staged, source, '--', '/bin/sh', '-c', 'exit 0']);
     return (await run(launch.command, launch.args)).ok;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
+  } catch {
+    return false;
   }
 }
 
 /** Said on every run whose sandbox cannot show directories through overlays: no unix socket for the verifier. */
 export const NO_OVERLAY_WARNING =
-  'the sandbox cannot show directories through overlays here (no unshare, or a kernel without unprivileged overlayfs), so the verifier may open no unix socket: multiprocessing managers and fork servers will fail';
+  'the sandbox cannot show directories through overlays here (no unshare or nsenter, or a kernel without unprivileged overlayfs), so the verifier may open no unix socket: multiprocessing managers and fork servers will fail';
 
 /** Said on every run whose sandbox lacks the filter although this machine has one. */
 export const NO_FILTER_WARNING =
@@ -235,11 +239,11 @@ export const NO_FILTER_WARNING =
 /** Choose the sandbox for a run. 'bwrap' refuses to run without it; 'auto' falls back with a warning. */
 export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> {
   if (mode === 'none') return { kind: 'none', bwrap: null, warning: NO_SANDBOX_WARNING };
-  const { bwrap, problem, filterRefused, withoutDisableUserns, unshare } = await probeBwrap();
+  const { bwrap, problem, filterRefused, withoutDisableUserns, overlayTools } = await probeBwrap();
   if (bwrap) {
-    const overlays = unshare !== null;
+    const overlays = overlayTools !== null;
     const warning = filterRefused ? NO_FILTER_WARNING : overlays ? null : NO_OVERLAY_WARNING;
-    return { kind: 'bwrap', bwrap, warning, filterRefused, withoutDisableUserns, overlays, unshare };
+    return { kind: 'bwrap', bwrap, warning, filterRefused, withoutDisableUserns, overlays, overlayTools };
   }
   if (mode === 'bwrap') {
     throw new GatekeptError('SANDBOX_UNAVAILABLE', `--sandbox bwrap was asked for, but ${problem ?? 'bubblewrap is unavailable'}`, {
@@ -258,8 +262,10 @@ export async function openSandbox(mode: SandboxMode = 'auto'): Promise<Sandbox> 
 export function hopedSandbox(mode: SandboxMode = 'auto'): Sandbox | null {
   if (mode === 'none' || answered.has(process.env.PATH ?? '')) return null;
   const bwrap = findOnPath('bwrap');
-  const unshare = findOnPath('unshare');
-  return bwrap ? { kind: 'bwrap', bwrap, warning: null, filterRefused: false, withoutDisableUserns: false, overlays: unshare !== null, unshare } : null;
+  const overlayTools = findOverlayTools();
+  return bwrap
+    ? { kind: 'bwrap', bwrap, warning: null, filterRefused: false, withoutDisableUserns: false, overlays: overlayTools !== null, overlayTools }
+    : null;
 }
 
 /** Whether two sandboxes start processes alike. */
@@ -473,16 +479,17 @@ function writeSeccompFile(scratch: string, unixStream: boolean): string | null {
  * the sandbox: gatekept never lists, reads or removes anything the verifier
  * could write, so a link or FIFO planted there cannot lead it anywhere.
  */
-export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): BwrapLaunch {
+export async function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: string, args: readonly string[]): Promise<BwrapLaunch> {
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
+  const tools = sandbox.overlays ? (sandbox.overlayTools ?? null) : null;
+  const host = tools ? await overlayHost(tools.unshare, tools.nsenter) : null;
   const argv = baseArgs(sandbox.withoutDisableUserns ?? false);
   argv.push(...accountFiles(layout.scratch));
   argv.push('--size', String(HOME_TMPFS_BYTES), '--tmpfs', SANDBOX_HOME);
   argv.push('--size', String(TMP_TMPFS_BYTES), '--tmpfs', SANDBOX_TMP);
   // Writable shared memory, private to the sandbox (joblib and multiprocessing use it).
   argv.push('--size', String(SHM_TMPFS_BYTES), '--tmpfs', '/dev/shm');
-  const overlays = sandbox.overlays ?? false;
-  const binds = hostBinds(layout.readable, layout.scratch, overlays);
+  const binds = hostBinds(layout.readable, layout.scratch, host ? (source) => host.stagedPath(source) : null);
   argv.push(...binds.args);
   // The parent's command line names the host's directories (and gatekept):
   // an ordinary init's is shown instead, under both names the kernel gives it.
@@ -492,9 +499,10 @@ export function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, command: s
   const scripts = neutralScripts(args, layout.scratch);
   argv.push(...scripts.args);
   // Without overlays a host socket in a bound directory would be reachable: the verifier gets no unix socket at all.
-  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, overlays);
+  const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, host !== null);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
-  if (binds.staging && sandbox.unshare) return { ...withOverlays(sandbox.unshare, binds.staging, sandbox.bwrap, argv), seccompFile };
-  return { command: sandbox.bwrap, args: argv, seccompFile };
+  if (!host) return { command: sandbox.bwrap, args: argv, seccompFile };
+  await host.ready(binds.overlaid);
+  return { ...host.launch(sandbox.bwrap, argv), seccompFile };
 }
