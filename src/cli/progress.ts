@@ -1,8 +1,10 @@
 import type { Io } from './io.js';
 
 /**
- * A progress line on a terminal for audits longer than a second. Nothing is
- * drawn when stderr is not a terminal, so logs and pipes stay clean.
+ * A progress line on a terminal for audits longer than a second. When
+ * stderr is not a terminal (a CI log, a file), a plain line every ten
+ * seconds instead, so a long audit never looks like a hang there either,
+ * and no control character reaches the log.
  *
  * An audit can run in phases (loading an environment, then one gate per
  * reward): each phase names itself, its bar starts from zero under that
@@ -42,8 +44,46 @@ export function progressLine(label: string, done: number, total: number, elapsed
   return `${label} [${'#'.repeat(filled)}${'.'.repeat(WIDTH - filled)}] ${done}/${total} (${Math.round(rate)}/s${left})`;
 }
 
-export function createProgress(io: Io, label: string): Progress | undefined {
-  if (!io.stderrIsTty) return undefined;
+/** How often a log (stderr not a terminal) gets a line. */
+export const LOG_EVERY_MS = 10_000;
+
+/** The log's line: phase, calls done and time left, or how long a phase with no counts has run. */
+export function logLine(label: string, done: number | null, total: number, elapsedMs: number): string {
+  const seconds = Math.round(elapsedMs / 1000);
+  if (done === null) return `${label}: ${seconds} s`;
+  const rate = done / Math.max(elapsedMs / 1000, 1e-3);
+  const left = done > 0 && done < total ? `, ${timeLeft((total - done) / rate)}` : '';
+  return `${label}: ${done}/${total} calls in ${seconds} s${left}`;
+}
+
+function createLogProgress(io: Io, label: string, everyMs: number): Progress {
+  let phaseLabel = label;
+  let phaseStarted = Date.now();
+  let counts: { done: number; total: number } | null = null;
+  let finished = false;
+  const tick = setInterval(() => {
+    if (finished) return;
+    io.stderr(`${logLine(phaseLabel, counts?.done ?? null, counts?.total ?? 0, Date.now() - phaseStarted)}\n`);
+  }, everyMs);
+  tick.unref();
+  return {
+    update(done, total) {
+      counts = { done, total };
+    },
+    phase(next) {
+      phaseLabel = next;
+      phaseStarted = Date.now();
+      counts = null;
+    },
+    done() {
+      finished = true;
+      clearInterval(tick);
+    },
+  };
+}
+
+export function createProgress(io: Io, label: string, logEveryMs = LOG_EVERY_MS): Progress | undefined {
+  if (!io.stderrIsTty) return createLogProgress(io, label, logEveryMs);
   const started = Date.now();
   let phaseLabel = label;
   let phaseStarted = started;

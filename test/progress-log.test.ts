@@ -1,0 +1,39 @@
+/**
+ * Progress where people look: a terminal gets the redrawn line, a log (stderr
+ * not a terminal) a plain line every ten seconds with the phase, the calls
+ * done and the time left, and no control character.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Io } from '../src/cli/io.js';
+import { createProgress, logLine } from '../src/cli/progress.js';
+
+function logIo(): { io: Io; lines: string[] } {
+  const lines: string[] = [];
+  return { io: { stdout: () => undefined, stderr: (text) => lines.push(text), stderrIsTty: false }, lines };
+}
+
+describe('progress in a log', () => {
+  it('writes a plain line every interval: the phase, the calls done, the time left', async () => {
+    const { io, lines } = logIo();
+    const progress = createProgress(io, 'gating', 50)!;
+    expect(progress).toBeDefined();
+    progress.update(100, 400);
+    await new Promise((resolve) => setTimeout(resolve, 130));
+    progress.phase('loading the environment');
+    await new Promise((resolve) => setTimeout(resolve, 70));
+    progress.done();
+    const count = lines.length;
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(lines.length).toBe(count);
+    expect(lines.some((line) => /^gating: 100\/400 calls in \d+ s, about .* left\n$/.test(line))).toBe(true);
+    expect(lines.some((line) => /^loading the environment: \d+ s\n$/.test(line))).toBe(true);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not reach a log
+    expect(lines.join('')).not.toMatch(/[\r\x1b]/);
+  });
+
+  it('says how long a phase with no counts has run, and the time left once calls are done', () => {
+    expect(logLine('auditing', null, 0, 20_400)).toBe('auditing: 20 s');
+    expect(logLine('auditing', 50, 100, 10_000)).toBe('auditing: 50/100 calls in 10 s, about 10 s left');
+    expect(logLine('auditing', 100, 100, 10_000)).toBe('auditing: 100/100 calls in 10 s');
+  });
+});
