@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { withinHardBound } from '../runtime/hard-bound.js';
 import { AUDIT_FILE_NAME } from '../pack/pack.js';
 import { EXIT, GatekeptError } from '../errors.js';
 import { killGroup, liveDirRegistry } from '../runtime/cleanup.js';
@@ -47,11 +48,19 @@ const DEFAULT_TIMEOUT_S = 120;
 const DEFAULT_MEMORY_MB = 4096;
 
 export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
+  const timeoutS = options.timeoutS ?? DEFAULT_TIMEOUT_S;
+  if (!(Number.isFinite(timeoutS) && timeoutS > 0)) throw new GatekeptError('BAD_ARGUMENT', 'the timeout must be a positive number of seconds');
+  // Its own limit is kept inside the run; this one holds whatever the package's processes do.
+  return withinHardBound(timeoutS * 1000 + SMOKE_BOUND_SLACK_MS, 'smoke', () => smokeWithin(options, timeoutS));
+}
+
+/** Time past the run's own limit for taking its processes down. */
+const SMOKE_BOUND_SLACK_MS = 30_000;
+
+async function smokeWithin(options: SmokeOptions, timeoutS: number): Promise<SmokeReport> {
   const started = Date.now();
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const dir = path.resolve(cwd, options.dir);
-  const timeoutS = options.timeoutS ?? DEFAULT_TIMEOUT_S;
-  if (!(Number.isFinite(timeoutS) && timeoutS > 0)) throw new GatekeptError('BAD_ARGUMENT', 'the timeout must be a positive number of seconds');
   const python = resolvePython(options.python, cwd);
   const [runtime, sandbox] = await Promise.all([probePython(python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
 
