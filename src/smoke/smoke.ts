@@ -6,6 +6,7 @@ import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, type SandboxMode } from '../runtime/sandbox.js';
 import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
 import { checkAgainstAudit, loadAudit, probesOf, type Probe } from './audit.js';
+import { minimumPythonFor } from './helper.js';
 import { runOpenEnv } from './openenv.js';
 import { readRows, resolvePackage } from './package.js';
 import type { SmokeEpisode, SmokeReport, SmokeTarget } from './report.js';
@@ -53,7 +54,7 @@ export async function smoke(options: SmokeOptions): Promise<SmokeReport> {
   const timeoutS = options.timeoutS ?? DEFAULT_TIMEOUT_S;
   if (!(Number.isFinite(timeoutS) && timeoutS > 0)) throw new GatekeptError('BAD_ARGUMENT', 'the timeout must be a positive number of seconds');
   const python = resolvePython(options.python, cwd);
-  const [runtime, sandbox] = await Promise.all([probePython(python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
+  const [runtime, sandbox] = await Promise.all([probePython(python, minimumPythonFor(options.target)), openSandbox(options.sandbox ?? 'auto')]);
 
   // 1. The package and the audit it was packed with.
   const pkg = await resolvePackage(options.target, dir);
