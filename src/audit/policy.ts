@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { GatekeptError } from '../errors.js';
 import { readInputFile } from '../read-input.js';
 import { hasOnlyKeys, isRecord } from '../hand-check.js';
+import { nearestName } from '../did-you-mean.js';
 
 /**
  * The gate policy: read → parse (TOML) → validate (zod, strict) → normalise.
@@ -231,12 +232,15 @@ function isMissing(issue: Issue): boolean {
   return issue.code === 'invalid_type' && /received undefined$/.test(issue.message);
 }
 
-function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[], prefix: string): string[] {
+/** What to add after "unknown key" for a key the schema does not know, given the path of the object it is in. */
+export type UnknownKeyHint = (key: string, path: readonly PropertyKey[]) => string;
+
+function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[], prefix: string, hint?: UnknownKeyHint): string[] {
   return issues.flatMap((issue) => {
     const fullPath = [...base, ...issue.path];
     if (issue.code === 'invalid_union' && issue.errors.length > 0) {
       const branch = intendedBranch(issue.errors);
-      if (branch) return describeIssueList(branch, fullPath, prefix);
+      if (branch) return describeIssueList(branch, fullPath, prefix, hint);
       if (issue.errors.every((issues) => issues.every((inner) => inner.path.length === 0 && isMissing(inner)))) {
         const where = [prefix.replace(/\.$/, ''), ...fullPath.map(String)].filter(Boolean).join('.');
         return [`${where || '(root)'}: missing; ${issue.message}`];
@@ -244,7 +248,7 @@ function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[
     }
     if (issue.code === 'unrecognized_keys') {
       const where = fullPath.length > 0 ? `${fullPath.join('.')}.` : prefix;
-      return [issue.keys.map((key) => `${where}${key}: unknown key`).join('; ')];
+      return issue.keys.map((key) => `${where}${key}: unknown key${hint ? hint(key, fullPath) : ''}`);
     }
     const where = [prefix.replace(/\.$/, ''), ...fullPath.map(String)].filter(Boolean).join('.');
     return [`${where || '(root)'}: ${issue.code === 'invalid_type' && isMissing(issue) ? `missing (expected ${issue.expected})` : issue.message}`];
@@ -252,9 +256,40 @@ function describeIssueList(issues: readonly Issue[], base: readonly PropertyKey[
 }
 
 /** Turn zod issues into one line per offending key, e.g. `timeouts.call_ms: ...`. */
-export function describeIssues(error: z.ZodError, prefix = ''): string[] {
-  return describeIssueList(error.issues, [], prefix);
+export function describeIssues(error: z.ZodError, prefix = '', hint?: UnknownKeyHint): string[] {
+  return describeIssueList(error.issues, [], prefix, hint);
 }
+
+/** The keys an object schema takes at a path (through defaults and optionals), or null where there is no such object. */
+function keysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] | null {
+  interface Def {
+    type: string;
+    innerType?: z.core.$ZodType;
+    shape?: Record<string, z.core.$ZodType>;
+  }
+  let current: z.core.$ZodType | undefined = schema;
+  for (let depth = 0; current; depth++) {
+    let def = current._zod.def as Def;
+    while ((def.type === 'default' || def.type === 'optional' || def.type === 'nullable') && def.innerType) def = def.innerType._zod.def as Def;
+    if (def.type !== 'object' || !def.shape) return null;
+    if (depth === path.length) return Object.keys(def.shape);
+    current = def.shape[String(path[depth])];
+  }
+  return null;
+}
+
+/**
+ * A misspelt policy key is named with its section and the nearest key the
+ * section takes, read from the schema itself, so a key added there is
+ * suggested with no change here.
+ */
+const policyKeyHint: UnknownKeyHint = (key, path) => {
+  const keys = keysAt(policyFileSchema(), path);
+  if (!keys) return '';
+  const where = path.length === 0 ? 'at the top level' : `in [${path.map(String).join('.')}]`;
+  const near = nearestName(key, keys);
+  return ` ${where}; ${near ? `did you mean ${near}?` : `the keys there are ${keys.join(', ')}`}`;
+};
 
 type PolicyOutput = z.output<PolicyFileSchema>;
 
@@ -337,7 +372,7 @@ export function parsePolicy(input: unknown, source = 'policy'): GatePolicy {
   const result = policyFileSchema().safeParse(input ?? {}, ONE_SHOT);
   if (!result.success) {
     throw new GatekeptError('BAD_POLICY', `invalid policy in ${source}`, {
-      details: describeIssues(result.error),
+      details: describeIssues(result.error, '', policyKeyHint),
       suggestion: 'fix the keys listed above; the shipped policy.toml documents every key and its default',
     });
   }

@@ -141,12 +141,34 @@ export function flagFor(key: string): string {
   return `--${key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
 }
 
+const ORDINAL_SUFFIX: Record<string, string> = { one: 'st', two: 'nd', few: 'rd', other: 'th' };
+const ordinals = new Intl.PluralRules('en', { type: 'ordinal' });
+
+/** `3` -> `3rd`. */
+export function ordinal(n: number): string {
+  return `${n}${ORDINAL_SUFFIX[ordinals.select(n)] ?? 'th'}`;
+}
+
+/**
+ * An issue's path as the user typed the option: `format.1` (a repeatable
+ * option's second value) is `the 2nd --format`, or just `--format` when it
+ * was given once.
+ */
+function optionWhere(key: string, index: string | undefined, raw: unknown): string {
+  const flag = flagFor(key);
+  if (index === undefined) return flag;
+  const values = raw !== null && typeof raw === 'object' ? (raw as Record<string, unknown>)[key] : undefined;
+  return Array.isArray(values) && values.length > 1 ? `the ${ordinal(Number(index) + 1)} ${flag}` : flag;
+}
+
 /** Validate commander's raw options against a command's schema; every invalid option on its own line. */
 export function parseOptions<S extends z.ZodType>(schema: S, raw: unknown, command: string): z.output<S> {
   const parsed = schema.safeParse(raw, ONE_SHOT);
   if (!parsed.success) {
     throw new GatekeptError('BAD_ARGUMENT', 'invalid options', {
-      details: describeIssues(parsed.error).map((line) => line.replace(/^(\w+)/, (key) => flagFor(key))),
+      details: describeIssues(parsed.error).map((line) =>
+        line.replace(/^(\w+)(?:\.(\d+))?(?=:)/, (_, key: string, index: string | undefined) => optionWhere(key, index, raw)),
+      ),
       suggestion: `see \`gatekept ${command} --help\``,
     });
   }

@@ -13,6 +13,7 @@ import { TOOL } from '../tool-info.js';
 import { COMPLETION_FORMATS } from '../types.js';
 import { checkedGateOptions, GATE_SHARED, gateOptionsSchema } from './option-schemas.js';
 import { addShared, collect, parseOptions, sharedSchema } from './options.js';
+import { requireAfterUnknownOptions } from './required-options.js';
 
 /**
  * The command line: parse, validate with zod, call the library, print, and
@@ -244,6 +245,7 @@ export async function buildProgram(io: Io, setExit: (code: ExitCode) => void, ar
   program.addCommand(packCommand(io, setExit));
   for (const command of await otherCommands(argv)) program.addCommand(command(io, setExit));
   for (const command of program.commands) command.exitOverride().configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+  requireAfterUnknownOptions(program);
   return program;
 }
 

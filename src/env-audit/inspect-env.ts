@@ -7,6 +7,7 @@ import { PACKAGE_ROOT } from '../paths.js';
 import { liveDirRegistry } from '../runtime/cleanup.js';
 import { OFFLINE_HUB, pythonEnv } from '../runtime/python-env.js';
 import { PythonProcess } from '../runtime/python-process.js';
+import { MIN_PYTHON_VERIFIERS, versionText } from '../runtime/python-minimum.js';
 import { probePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, SANDBOX_TMP, type SandboxMode } from '../runtime/sandbox.js';
 import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
@@ -106,7 +107,7 @@ export interface InspectOptions {
 }
 
 export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv> {
-  const [runtime, sandbox] = await Promise.all([probePython(options.python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
+  const [runtime, sandbox] = await Promise.all([probePython(options.python, MIN_PYTHON_VERIFIERS), openSandbox(options.sandbox ?? 'auto')]);
   const isolated = sandbox.kind === 'bwrap';
   const home = await makeWorkDir(liveDirRegistry());
   try {
@@ -147,7 +148,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
           }
         : {}),
       outputCapBytes: 64_000,
-      minimumVersion: '3.11',
+      minimumVersion: versionText(MIN_PYTHON_VERIFIERS),
     });
     child.requests?.end();
     const reply = readResultLine(child.replies);
@@ -174,7 +175,7 @@ export async function inspectEnv(options: InspectOptions): Promise<InspectedEnv>
     if (text === null) {
       throw new GatekeptError('HARNESS_FAILED', `the environment loader exited with ${String(code)} and sent no result`, {
         details: child.stderrTail(8),
-        suggestion: 'check that --python is Python 3.11 or newer with verifiers installed',
+        suggestion: `check that --python is Python ${versionText(MIN_PYTHON_VERIFIERS)} or newer with verifiers installed`,
       });
     }
     let value: unknown;

@@ -1,6 +1,7 @@
 /** Why a worker never became ready to score calls, told in terms the user can act on. */
 import { GatekeptError } from '../errors.js';
 import { escapeControl } from './escape-control.js';
+import { MIN_PYTHON, olderThan, versionText } from './python-minimum.js';
 import { describeExit, tailLines, type ExitInfo } from './python-process.js';
 import { IMPORT_WALL_FACTOR, type NormalisedOptions } from './session-options.js';
 import { targetLabel } from './verifier-spec.js';
@@ -9,6 +10,7 @@ import type { LoadError } from './wire.js';
 import type { Worker } from './worker.js';
 
 const STDERR_TAIL_LINES = 20;
+const MINIMUM = versionText(MIN_PYTHON);
 const TRACEBACK_TAIL_LINES = 12;
 
 /** A worker's report that it could not load the verifier. */
@@ -19,7 +21,7 @@ export function loadFailure(error: LoadError, options: NormalisedOptions): Gatek
   switch (error.kind) {
     case 'python_too_old':
       return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}': ${error.message}`, {
-        suggestion: 'pass a Python 3.10 or newer with --python',
+        suggestion: `pass a Python ${MINIMUM} or newer with --python`,
       });
     case 'module_not_found':
       return new GatekeptError('VERIFIER_NOT_FOUND', `cannot find the verifier module for ${label}`, {
@@ -74,7 +76,7 @@ function oldVersionBanner(output: string): string | null {
   for (const match of output.matchAll(/\bPython (\d+)\.(\d+)(?:\.\d+)?/g)) {
     const major = Number(match[1]);
     const minor = Number(match[2]);
-    if (major < 3 || (major === 3 && minor < 10)) return match[0];
+    if (olderThan(major, minor, MIN_PYTHON)) return match[0];
   }
   return null;
 }
@@ -83,23 +85,23 @@ function oldVersionBanner(output: string): string | null {
 export function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOptions): GatekeptError {
   const stderr = escapeControl(worker.stderr.text());
   const details = tailLines(stderr, STDERR_TAIL_LINES);
-  if (/needs Python 3\.10 or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
-    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python 3.10`, {
+  if (/needs Python \d+\.\d+ or newer/.test(stderr) || /-X is reserved|unknown option.*-X/i.test(stderr)) {
+    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is older than Python ${MINIMUM}`, {
       details,
-      suggestion: 'pass a Python 3.10 or newer with --python',
+      suggestion: `pass a Python ${MINIMUM} or newer with --python`,
     });
   }
   const banner = oldVersionBanner(`${stderr}\n${worker.stdout.text()}`);
   if (banner !== null) {
-    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is ${banner}, which is older than Python 3.10`, {
+    return new GatekeptError('PYTHON_TOO_OLD', `'${options.python}' is ${banner}, which is older than Python ${MINIMUM}`, {
       details,
-      suggestion: 'pass a Python 3.10 or newer with --python',
+      suggestion: `pass a Python ${MINIMUM} or newer with --python`,
     });
   }
   if (info.code === 126 || info.code === 127) {
     return new GatekeptError('PYTHON_NOT_FOUND', `cannot run Python interpreter '${options.python}'`, {
       details,
-      suggestion: 'install Python 3.10 or newer, or pass its path with --python',
+      suggestion: `install Python ${MINIMUM} or newer, or pass its path with --python`,
     });
   }
   // A clean exit with nothing said is how the worker ends when its request
@@ -112,8 +114,8 @@ export function earlyExit(info: ExitInfo, worker: Worker, options: NormalisedOpt
     {
       details,
       suggestion: silent
-        ? `check what the verifier does at import and on its first call (os._exit, sys.exit in a thread, os.dup2/os.close on descriptors it did not open); if it does none of that, check that '${options.python}' runs as a Python 3.10 or newer interpreter`
-        : `check that '${options.python}' runs as a Python 3.10 or newer interpreter`,
+        ? `check what the verifier does at import and on its first call (os._exit, sys.exit in a thread, os.dup2/os.close on descriptors it did not open); if it does none of that, check that '${options.python}' runs as a Python ${MINIMUM} or newer interpreter`
+        : `check that '${options.python}' runs as a Python ${MINIMUM} or newer interpreter`,
     },
   );
 }

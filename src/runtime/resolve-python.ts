@@ -4,6 +4,7 @@ import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { isRecord } from '../hand-check.js';
 import { PACKAGE_ROOT } from '../paths.js';
+import { MIN_PYTHON, olderThan, type PythonVersion, versionText } from './python-minimum.js';
 import { bytecodeDir, type CachedRuntime, COMPILED_SOURCES, loadCompiled, readCachedRuntime, writeCachedRuntime } from './runtime-cache.js';
 
 /**
@@ -83,7 +84,7 @@ export interface PythonRuntime extends CachedRuntime {
 const PROBE_SCRIPT = [
   'import json, os, sys',
   'info = {"version": list(sys.version_info[:3]), "executable": sys.executable, "paths": [os.path.dirname(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, os.path.realpath(sys.executable)] + [p for p in sys.path if p], "bytecode": None, "compiled": None}',
-  'if len(sys.argv) > 2 and sys.version_info >= (3, 10):',
+  `if len(sys.argv) > 2 and sys.version_info >= (${MIN_PYTHON.join(', ')}):`,
   '    try:',
   '        import hashlib, py_compile',
   '        target = sys.argv[1]',
@@ -113,7 +114,7 @@ const runtimes = new Map<string, Promise<PythonRuntime>>();
  * Once per process: the compiled harness it gives is checked then, and the
  * bytes checked are what every session of the process runs.
  */
-export function probePython(python: string, minimumVersion: readonly [number, number] = [3, 10]): Promise<PythonRuntime> {
+export function probePython(python: string, minimumVersion: PythonVersion = MIN_PYTHON): Promise<PythonRuntime> {
   const key = `${python}\0${minimumVersion.join('.')}`;
   let probe = runtimes.get(key);
   if (!probe) {
@@ -148,7 +149,7 @@ async function resolveRuntime(python: string, minimumVersion: readonly [number, 
 }
 
 function probeOnce(python: string, minimumVersion: readonly [number, number]): Promise<CachedRuntime> {
-  const wanted = minimumVersion.join('.');
+  const wanted = versionText(minimumVersion);
   return new Promise((resolve, reject) => {
     execFile(
       python,
@@ -197,7 +198,7 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
             return;
           }
           const banner = /\bPython (\d+)\.(\d+)(?:\.\d+)?/.exec(output);
-          if (banner && (Number(banner[1]) < minimumVersion[0] || (Number(banner[1]) === minimumVersion[0] && Number(banner[2]) < minimumVersion[1]))) {
+          if (banner && olderThan(Number(banner[1]), Number(banner[2]), minimumVersion)) {
             reject(
               new GatekeptError('PYTHON_TOO_OLD', `'${python}' is ${banner[0]}, which is older than Python ${wanted}`, {
                 suggestion: `pass a Python ${wanted} or newer with --python`,
@@ -215,7 +216,7 @@ function probeOnce(python: string, minimumVersion: readonly [number, number]): P
           return;
         }
         const [major, minor] = parsed.version;
-        if (major < minimumVersion[0] || (major === minimumVersion[0] && minor < minimumVersion[1])) {
+        if (olderThan(major, minor, minimumVersion)) {
           reject(
             new GatekeptError('PYTHON_TOO_OLD', `'${python}' is Python ${parsed.version.join('.')}, which is older than Python ${wanted}`, {
               suggestion: `pass a Python ${wanted} or newer with --python`,

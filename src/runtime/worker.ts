@@ -5,6 +5,7 @@
  */
 import type { Writable } from 'node:stream';
 import { LineFramer, PythonProcess, waitFor, type ExitInfo } from './python-process.js';
+import { MIN_PYTHON, versionText } from './python-minimum.js';
 import type { Sandbox, SandboxLayout } from './sandbox.js';
 import type { NormalisedOptions } from './session-options.js';
 import { LongTextCodec } from './text-codec.js';
@@ -74,7 +75,7 @@ export class Worker {
       env: launch.env,
       protocol: true,
       outputCapBytes: options.outputCapBytes,
-      minimumVersion: '3.10',
+      minimumVersion: versionText(MIN_PYTHON),
       ...(launch.sandbox ? { sandbox: launch.sandbox } : {}),
     });
     return new Worker(proc, launch.sandbox !== null);

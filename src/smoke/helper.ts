@@ -3,6 +3,7 @@ import { GatekeptError } from '../errors.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { OFFLINE_HUB, pythonEnv } from '../runtime/python-env.js';
 import { LineFramer, PythonProcess } from '../runtime/python-process.js';
+import { MIN_PYTHON, MIN_PYTHON_VERIFIERS, type PythonVersion, versionText } from '../runtime/python-minimum.js';
 import { SANDBOX_HOME, SANDBOX_TMP, type Sandbox } from '../runtime/sandbox.js';
 import type { SmokeTarget } from './report.js';
 
@@ -26,6 +27,11 @@ export interface SmokeEvent {
 }
 
 /** Where a helper runs: the sandbox (if any) and the host directories it may write. */
+/** The oldest Python a target runs on: OpenEnv's is the harness's own, verifiers needs a newer one. */
+export function minimumPythonFor(target: SmokeTarget): PythonVersion {
+  return target === 'verifiers' ? MIN_PYTHON_VERIFIERS : MIN_PYTHON;
+}
+
 export interface HelperPlace {
   sandbox: Sandbox;
   /** Host working directory: the helper's home; `tmp/` inside it is its temp directory. */
@@ -76,7 +82,7 @@ export class Helper {
       env,
       ...(input === undefined ? {} : { input }),
       outputCapBytes: STDERR_CAP,
-      minimumVersion: '3.11',
+      minimumVersion: versionText(minimumPythonFor(args[0] === 'verifiers' ? 'verifiers' : 'openenv')),
       ...(isolated
         ? {
             sandbox: {

@@ -7,6 +7,7 @@ import { probePython, resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox, SANDBOX_HOME, type SandboxMode } from '../runtime/sandbox.js';
 import { makeWorkDir, removeWorkDir } from '../runtime/stale-dirs.js';
 import { checkAgainstAudit, loadAudit, probesOf, type Probe } from './audit.js';
+import { minimumPythonFor } from './helper.js';
 import { runOpenEnv } from './openenv.js';
 import { readRows, resolvePackage } from './package.js';
 import type { SmokeEpisode, SmokeReport, SmokeTarget } from './report.js';
@@ -62,7 +63,7 @@ async function smokeWithin(options: SmokeOptions, timeoutS: number): Promise<Smo
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const dir = path.resolve(cwd, options.dir);
   const python = resolvePython(options.python, cwd);
-  const [runtime, sandbox] = await Promise.all([probePython(python, [3, 11]), openSandbox(options.sandbox ?? 'auto')]);
+  const [runtime, sandbox] = await Promise.all([probePython(python, minimumPythonFor(options.target)), openSandbox(options.sandbox ?? 'auto')]);
 
   // 1. The package and the audit it was packed with.
   const pkg = await resolvePackage(options.target, dir);
