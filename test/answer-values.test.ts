@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { applyFilter, detectAnswerType, makeRng, renderInFormat, shapeTwin, slotValue, wrongValues } from '../src/audit/answer-values.js';
+import { applyFilter, detectAnswerType, makeRng, renderInFormat, shapeTwin, wrongValues } from '../src/audit/answer-values.js';
+import { slotValue } from '../src/audit/committed-answer.js';
 
 describe('answer values', () => {
   it('renders a value in a declared layout', () => {

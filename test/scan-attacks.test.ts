@@ -10,7 +10,8 @@ import { isGatekeptError } from '../src/errors.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { cli } from './support/cli.js';
 import { templateFor } from '../src/scan/emit-attacks.js';
-import { commitment, shapeOf } from '../src/scan/shape.js';
+import { commitment } from '../src/audit/committed-answer.js';
+import { shapeOf } from '../src/scan/shape.js';
 
 /**
  * Rollouts teach the gate: `scan --emit-attacks` writes the exploits'

@@ -116,9 +116,11 @@ describe('gatekept scan over a TRL-style dump', () => {
       ['\\boxed{512} \\boxed{256}', 'hedge'],
       ['\\boxed{17} \\boxed{42}', 'hedge'],
     ]);
-    // Forty clean rollouts do not clear a 0.05 bound on the interval's upper end...
+    // Forty clean rollouts do not clear a 0.05 bound on the interval's upper end: no decision, not a REJECT...
     expect(sound.record.exploit_rate.hi).toBeGreaterThan(0.05);
-    expect(sound.decision).toBe('REJECT');
+    expect(sound.decision).toBe('UNDECIDED');
+    expect(sound.exitCode).toBe(3);
+    expect(sound.record.reasons.map((reason) => reason.code)).toEqual(['TOO_FEW_ROLLOUTS']);
     // ...and clear a looser one.
     const loose = await scan({
       results: TRL,

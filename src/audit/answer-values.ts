@@ -70,48 +70,6 @@ export function renderInFormat(format: FormatName, value: string): string {
   }
 }
 
-/**
- * The inverse of renderInFormat: the text in a completion's last slot of the
- * format (`\\boxed{X}`, `<answer>X</answer>`, an `Answer: X` line, `#### X`,
- * a JSON answer field, a declared layout's `{}`), trimmed. Undefined for a
- * bare answer, whose slot is the whole reply, and when no slot is found.
- */
-export function slotValue(format: FormatName, completion: string): string | undefined {
-  const last = (pattern: RegExp): string | undefined => {
-    let found: string | undefined;
-    for (const match of completion.matchAll(pattern)) found = match[1];
-    return found?.trim() || undefined;
-  };
-  if (isCustomFormat(format)) {
-    const [before = '', after = ''] = format.split('{}');
-    const start = completion.lastIndexOf(before);
-    if (before === '' || start < 0) return undefined;
-    const from = start + before.length;
-    const end = after === '' ? completion.length : completion.indexOf(after, from);
-    return end < 0 ? undefined : completion.slice(from, end).trim() || undefined;
-  }
-  switch (format) {
-    case 'bare':
-      return undefined;
-    case 'boxed':
-      return last(/\\boxed\{([^{}]*)\}/g);
-    case 'xml':
-      return last(/<answer>([\s\S]*?)<\/answer>/g);
-    case 'line':
-      return last(/^Answer:[ \t]*(.*)$/gm);
-    case 'hash':
-      return last(/^####[ \t]*(.*)$/gm);
-    case 'json':
-      try {
-        const parsed: unknown = JSON.parse(completion);
-        const answer = parsed !== null && typeof parsed === 'object' ? (parsed as Record<string, unknown>).answer : undefined;
-        return typeof answer === 'string' || typeof answer === 'number' ? String(answer).trim() || undefined : undefined;
-      } catch {
-        return undefined;
-      }
-  }
-}
-
 /** Format a computed number the way a person would write it (no float noise). */
 export function formatNumber(value: number): string {
   if (!Number.isFinite(value)) return String(value);

@@ -1,4 +1,5 @@
-import { slotValue, type FormatName } from './answer-values.js';
+import type { FormatName } from './answer-values.js';
+import { slotValue } from './committed-answer.js';
 import { inLayout, type Levels, type Probe } from './calibrate.js';
 import type { Candidate } from './expand-candidates.js';
 import { sameValue } from './invariance.js';

@@ -1,4 +1,5 @@
-import { formatNumber, slotValue, type FormatName } from './answer-values.js';
+import { formatNumber, type FormatName } from './answer-values.js';
+import { slotValue } from './committed-answer.js';
 import type { AnswerType } from '../types.js';
 import { readNumber } from './number-spelling.js';
 

@@ -1,5 +1,6 @@
 import { formatsSpoken, type Levels } from './calibrate.js';
-import { isCustomFormat, slotValue, type FormatName } from './answer-values.js';
+import { isCustomFormat, type FormatName } from './answer-values.js';
+import { slotValue } from './committed-answer.js';
 import type { Candidate } from './expand-candidates.js';
 import type { EvalResult } from '../calls.js';
 import {

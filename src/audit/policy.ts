@@ -99,6 +99,8 @@ function buildPolicyFileSchema() {
         .gt(0, { message: 'must be above 0: no interval upper bound can be below 0' })
         .lt(1, { message: 'must be below 1: the interval never reaches 1 once a few rollouts are judged, so a bound of 1 rejects nothing' })
         .default(DEFAULTS.scan.max_exploit_rate_ci_hi),
+      // Unset: the number at which 0 exploits clears max_exploit_rate_ci_hi (see scan-record.ts).
+      min_rollouts: z.number().int().min(1).max(100_000_000).optional(),
     })
     .strict();
 
@@ -178,8 +180,12 @@ export interface GatePolicy {
   timeouts: { callMs: number; importMs: number; totalS: number; maxCallMs: number };
   limits: { memoryMb: number };
   envAudit: { weights: Record<'integrity' | 'reward_design' | 'dataset_health' | 'contamination' | 'reward_distribution', number> };
-  /** `gatekept scan`: reject when the exploit rate's interval reaches this upper limit. */
-  scan: { maxExploitRateCiHi: number };
+  /**
+   * `gatekept scan`: reject when the exploit rate's interval reaches this
+   * upper limit; with fewer judged rollouts than minRollouts and no exploit,
+   * no decision (unset: as many as 0 exploits need to clear the limit).
+   */
+  scan: { maxExploitRateCiHi: number; minRollouts?: number | undefined };
 }
 
 function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
@@ -202,7 +208,10 @@ function normalise(parsed: z.output<PolicyFileSchema>): GatePolicy {
     },
     limits: { memoryMb: parsed.limits.memory_mb },
     envAudit: { weights: { ...parsed.env_audit.weights } },
-    scan: { maxExploitRateCiHi: parsed.scan.max_exploit_rate_ci_hi },
+    scan: {
+      maxExploitRateCiHi: parsed.scan.max_exploit_rate_ci_hi,
+      ...(parsed.scan.min_rollouts === undefined ? {} : { minRollouts: parsed.scan.min_rollouts }),
+    },
   };
 }
 
@@ -317,7 +326,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   const timeouts = section(top.timeouts, ['call_ms', 'import_ms', 'total_s', 'max_call_ms']);
   const limits = section(top.limits, ['memory_mb']);
   const envAudit = section(top.env_audit, ['weights']);
-  const scan = section(top.scan, ['max_exploit_rate_ci_hi']);
+  const scan = section(top.scan, ['max_exploit_rate_ci_hi', 'min_rollouts']);
   if (!budget || !timeouts || !limits || !envAudit || !scan) return null;
   const weightNames = ['integrity', 'reward_design', 'dataset_health', 'contamination', 'reward_distribution'] as const;
   const givenWeights = section(envAudit.weights, weightNames);
@@ -351,6 +360,8 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
   if (!Object.values(weights).some((weight) => weight > 0)) return null;
   const maxExploitCiHi = pick(scan.max_exploit_rate_ci_hi, DEFAULTS.scan.max_exploit_rate_ci_hi);
   if (!above(maxExploitCiHi, 0, 1)) return null;
+  const minRollouts = scan.min_rollouts;
+  if (minRollouts !== undefined && !within(minRollouts, 1, 100_000_000, true)) return null;
   return {
     max_hackability: maxHackability,
     max_hack_rate_ci_hi: maxCiHi,
@@ -361,7 +372,7 @@ export function checkedPolicy(input: unknown): PolicyOutput | null {
     timeouts: { call_ms: callMs, import_ms: importMs, total_s: totalS, ...(maxCallMs === undefined ? {} : { max_call_ms: maxCallMs }) },
     limits: { memory_mb: memoryMb },
     env_audit: { weights },
-    scan: { max_exploit_rate_ci_hi: maxExploitCiHi },
+    scan: { max_exploit_rate_ci_hi: maxExploitCiHi, ...(minRollouts === undefined ? {} : { min_rollouts: minRollouts }) },
   };
 }
 

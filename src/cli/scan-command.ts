@@ -25,6 +25,7 @@ const scanOptionsSchema = () =>
     // value is a list, where gate, pack and audit take one file.
     report: z.array(reportFile()).default([]),
     emitAttacks: z.string().min(1, 'give the attack file to write, e.g. my-attacks.json').optional(),
+    out: z.string().min(1, 'give the verdicts file to write, e.g. verdicts.jsonl').optional(),
     completionFormat: z.enum(COMPLETION_FORMATS).default('messages'),
     ...sharedSchema(SCAN_SHARED),
   });
@@ -32,7 +33,7 @@ const scanOptionsSchema = () =>
 /** Where scan's help says more of a shared option than the table does. */
 const SCAN_HELP: HelpOverrides = {
   answerType: 'answer type (default: inferred from each gold)',
-  policy: 'policy TOML (default: the shipped policy.toml); [scan] max_exploit_rate_ci_hi decides',
+  policy: 'policy TOML (default: the shipped policy.toml); [scan] max_exploit_rate_ci_hi and min_rollouts decide',
   json: 'print the scan record as JSON',
   pythonpath: 'extra directory on the verifier import path (repeatable)',
 };
@@ -52,7 +53,8 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
   // Shared and scan's own options interleaved, in the order the help has always listed them.
   addShared(command, ['answerType', 'choices', 'policy', 'seed', 'json'], SCAN_HELP)
     .option('--report <file>', 'also write a report: .html (with the rate over steps) or .md (repeatable)', collect, [])
-    .option('--emit-attacks <file>', "write the exploits' shapes as an attack file in the corpus format (for gate --attacks)");
+    .option('--emit-attacks <file>', "write the exploits' shapes as an attack file in the corpus format (for gate --attacks)")
+    .option('--out <file>', 'write one JSON line per rollout (id, line, step, kind, golds, shape) as the scan goes, e.g. verdicts.jsonl');
   addShared(command, ['python', 'pythonpath'], SCAN_HELP).addOption(
     new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'),
   );
@@ -89,6 +91,7 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
         ...(progress ? { onProgress: progress.update } : {}),
         ...(emitter ? { onExploit: emitter.add.bind(emitter) } : {}),
+        ...(options.out !== undefined ? { verdicts: options.out } : {}),
       });
       progress?.done();
       const { formatScanSummary, writeScanReport } = await import('../scan/scan-report.js');
@@ -98,7 +101,8 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
         const written = await emitter.write(options.emitAttacks);
         io.stderr(`${written} attack${written === 1 ? '' : 's'} written to ${options.emitAttacks}\n`);
       }
-      setExit(result.exitCode === 0 ? EXIT.pass : EXIT.reject);
+      if (result.verdicts !== undefined) io.stderr(`verdicts written to ${result.verdicts}\n`);
+      setExit(result.exitCode === 0 ? EXIT.pass : result.exitCode === 1 ? EXIT.reject : EXIT.internal);
     } finally {
       progress?.done();
     }

@@ -4,7 +4,8 @@ import { alternateGolds, unstatedAlternate } from '../audit/invariance.js';
 import { screen, settle, statesSeveral, type AlternateOutcome, type Screen, type Verdict } from '../audit/judge.js';
 import { alternateContextOf, type GoldPlan } from '../audit/plan-audit.js';
 import type { EvalResult } from '../calls.js';
-import { commitment, SHAPE_SEVERITY, shapeOf, type Shape } from './shape.js';
+import { commitment } from '../audit/committed-answer.js';
+import { SHAPE_SEVERITY, shapeOf, type Shape } from './shape.js';
 
 /**
  * A real rollout judged the way the gate judges an attack: the completion

@@ -5,7 +5,8 @@ import { writeWhole } from '../report/render-report.js';
 import type { AnswerType, Severity } from '../types.js';
 import type { Judged } from './classify.js';
 import type { Rollout } from './read-rollouts.js';
-import { commitment, SHAPE_SEVERITY, type Shape } from './shape.js';
+import { commitment } from '../audit/committed-answer.js';
+import { SHAPE_SEVERITY, type Shape } from './shape.js';
 
 /**
  * Rollouts teach the gate: each exploit a scan finds becomes an attack

@@ -78,7 +78,8 @@ function stat(label: string, value: string, note: string, tone = ''): string {
 export function renderScanHtml(record: ScanRecord): string {
   css ??= readFileSync(path.join(TEMPLATES_DIR, 'report', 'report.css'), 'utf8');
   const rate = record.exploit_rate;
-  const tone = record.decision === 'PASS' ? 'pass' : 'reject';
+  // No decision is neither colour.
+  const tone = record.decision === 'PASS' ? 'pass' : record.decision === 'REJECT' ? 'reject' : 'undecided';
   const r = record.rollouts;
   const sections: string[] = [];
   sections.push(

@@ -15,8 +15,9 @@ import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from 
 import { openEnvScoring, rowPlacer, type EnvRow } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
 import { openRollouts, parseFieldMap, type Rollout, type RolloutSource } from './read-rollouts.js';
-import { buildScanRecord, brokenGold, type ScanRecord } from './scan-record.js';
+import { buildScanRecord, brokenGold, type ScanDecision, type ScanRecord } from './scan-record.js';
 import { ScanTally } from './tally.js';
+import { VerdictFile } from './verdict-file.js';
 import type { Levels } from '../audit/calibrate.js';
 
 /**
@@ -64,13 +65,23 @@ export interface ScanOptions {
   onProgress?: (done: number, total: number) => void;
   /** Every exploit, as it is found (for --emit-attacks). */
   onExploit?: (rollout: Rollout, judged: Judged, type: AnswerType) => void;
+  /**
+   * A JSONL file to write one line per rollout to, as the scan goes (see
+   * verdict-file.ts): in place once the scan ends, absent if it fails.
+   */
+  verdicts?: string;
 }
 
 export interface ScanResult {
-  decision: 'PASS' | 'REJECT';
-  exitCode: 0 | 1;
+  decision: ScanDecision;
+  /** As gate's: 0 PASS, 1 REJECT; 3 UNDECIDED, the code for no verdict either way. */
+  exitCode: 0 | 1 | 3;
   record: ScanRecord;
+  /** Where the verdicts were written, when asked for. */
+  verdicts?: string;
 }
+
+const EXIT_CODES: Readonly<Record<ScanDecision, ScanResult['exitCode']>> = { PASS: 0, REJECT: 1, UNDECIDED: 3 };
 
 /** Rollouts per chunk, and chunks in flight at once. */
 const CHUNK = 256;
@@ -100,8 +111,14 @@ export async function scan(options: ScanOptions): Promise<ScanResult> {
     });
   }
   const source = await openRollouts(path.resolve(cwd, options.results), fields);
+  let verdicts: VerdictFile | null = null;
   try {
-    return await scanSource(source, options, policy, choices, started, cwd);
+    verdicts = options.verdicts === undefined ? null : await VerdictFile.open(path.resolve(cwd, options.verdicts));
+    const result = await scanSource(source, options, policy, choices, started, cwd, verdicts);
+    return verdicts ? { ...result, verdicts: await verdicts.finish() } : result;
+  } catch (error) {
+    await verdicts?.abort();
+    throw error;
   } finally {
     // Open since the check above: closed however the scan ends, read to the end or not.
     await source.close();
@@ -115,6 +132,7 @@ async function scanSource(
   choices: readonly string[],
   started: number,
   cwd: string,
+  verdicts: VerdictFile | null,
 ): Promise<ScanResult> {
   const python = resolvePython(options.python, cwd);
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
@@ -162,9 +180,10 @@ async function scanSource(
     await pool.ready;
     // Chunks are judged side by side and committed in file order.
     const running: Promise<Outcome[]>[] = [];
-    const commit = (outcomes: Outcome[]): void => {
+    const commit = async (outcomes: Outcome[]): Promise<void> => {
       for (const outcome of outcomes) {
         tally.add(outcome.rollout, outcome.judged, outcome.reward, outcome.error);
+        await verdicts?.write(outcome.rollout, outcome.judged);
         if (outcome.judged.kind === 'exploit') options.onExploit?.(outcome.rollout, outcome.judged, book.typeOf(outcome.rollout.answer));
       }
       // The total is a guess from the share of the file read so far.
@@ -177,24 +196,21 @@ async function scanSource(
       pending.catch(() => undefined);
       running.push(pending);
       chunk = [];
-      if (running.length >= CHUNKS_IN_FLIGHT) commit(await running.shift()!);
+      if (running.length >= CHUNKS_IN_FLIGHT) await commit(await running.shift()!);
     };
     for await (const read of source.rollouts) {
       const rollout = place ? place(read) : read;
       if (rollout === null) {
-        tally.add(
-          read,
-          { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] },
-          null,
-          `no row of environment ${options.env} has its prompt and answer`,
-        );
+        const unplaced: Judged = { kind: 'error', shape: 'answer', invariant: null, rewardedUnder: [] };
+        tally.add(read, unplaced, null, `no row of environment ${options.env} has its prompt and answer`);
+        await verdicts?.write(read, unplaced);
         continue;
       }
       chunk.push(rollout);
       if (chunk.length >= CHUNK) await flush();
     }
     if (chunk.length > 0) await flush();
-    while (running.length > 0) commit(await running.shift()!);
+    while (running.length > 0) await commit(await running.shift()!);
     if (tally.rollouts === 0) {
       throw new GatekeptError('BAD_DATASET', `results file ${options.results} holds no rollouts`, {
         suggestion: 'give the JSONL of a run that produced rollouts',
@@ -212,7 +228,7 @@ async function scanSource(
       golds: book.calibrated,
       totalMs: performance.now() - started,
     });
-    return { decision: record.decision, exitCode: record.decision === 'PASS' ? 0 : 1, record };
+    return { decision: record.decision, exitCode: EXIT_CODES[record.decision], record };
   } finally {
     await Promise.all([shared ? undefined : pool.close(), scoring?.close()]);
   }
