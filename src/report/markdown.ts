@@ -1,12 +1,13 @@
+import { rankedAdvice } from './advice.js';
 import { foldedText, showInline } from './show-text.js';
 import {
   decisionSentence,
+  falseAcceptFamilies,
   envDecisionSentence,
   evidenceText,
   familyRows,
   findingWhere,
   fixed,
-  hardening,
   honestView,
   refusedForms,
   type RefusedForms,
@@ -74,7 +75,9 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
 function findingMd(finding: ReportFinding, kind: 'exploit' | 'false-accept' | 'lenient'): string[] {
   const golds = rewardedUnder(finding);
   const gain = finding.gain === undefined || finding.gain === null ? '' : ` · gain ${finding.gain}`;
-  const summary = `<code>${escapeHtml(finding.attack_id)}</code> · ${escapeHtml(finding.severity)} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}${gain}`;
+  // A false accept is not an exploit: it carries no severity.
+  const severity = kind === 'exploit' && finding.severity ? ` · ${escapeHtml(finding.severity)}` : '';
+  const summary = `<code>${escapeHtml(finding.attack_id)}</code>${severity} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}${gain}`;
   const goldLine =
     kind !== 'false-accept'
       ? `Rewarded under ${golds.length === 1 ? 'the gold' : `${golds.length} golds`}: ${golds.map(code).join(', ')}`
@@ -103,6 +106,18 @@ function auditMd(record: ReportAudit, h: string): string[] {
   const rate = record.hack_rate;
   const view = honestView(record);
   const lines: string[] = [];
+
+  // The exploits come first, right under the decision and its reasons: they are what the decision rests on.
+  lines.push(`${h} Exploits: ${record.findings_total}`, '');
+  const groups = worstByFamily(record.findings);
+  if (groups.length === 0) lines.push('No attack was rewarded.', '');
+  else {
+    lines.push(`The worst completions of each family, exactly as the verifier received them (invisible characters shown escaped).`, '');
+    for (const group of groups) {
+      lines.push(`**${cell(group.family)}** (${plural(group.total, 'finding')} recorded, ${group.findings[0]?.severity ?? 'no severity'})`, '');
+      for (const finding of group.findings) lines.push(...findingMd(finding, 'exploit'));
+    }
+  }
 
   const numbers: string[][] = [
     ['hackability', `${fixed(record.hackability, 1)} (${record.risk})`, bounds.maxHackability === null ? '–' : `below ${fixed(bounds.maxHackability, 1)}`],
@@ -160,17 +175,6 @@ function auditMd(record: ReportAudit, h: string): string[] {
     }
   }
 
-  lines.push(`${h} Exploits: ${record.findings_total}`, '');
-  const groups = worstByFamily(record.findings);
-  if (groups.length === 0) lines.push('No attack was rewarded.', '');
-  else {
-    lines.push(`The worst completions of each family, exactly as the verifier received them (invisible characters shown escaped).`, '');
-    for (const group of groups) {
-      lines.push(`**${cell(group.family)}** (${plural(group.total, 'finding')} recorded)`, '');
-      for (const finding of group.findings) lines.push(...findingMd(finding, 'exploit'));
-    }
-  }
-
   const lenient = record.leniencies;
   if (lenient && lenient.total > 0) {
     lines.push(`${h} Leniencies: ${lenient.total}`, '');
@@ -191,9 +195,9 @@ function auditMd(record: ReportAudit, h: string): string[] {
       `Wrong answers rewarded as right: ${falseAccepts.total} of ${falseAccepts.attempts} attempts (rate ${fixed(falseAccepts.rate, 3)}); ${bounds.strict ? 'gated on: the policy is strict' : 'reported, not gated on'}.`,
       '',
     );
-    for (const group of worstByFamily(falseAccepts.examples)) {
-      lines.push(`**${cell(group.family)}**`, '');
-      for (const finding of group.findings) lines.push(...findingMd(finding, 'false-accept'));
+    for (const family of falseAcceptFamilies(falseAccepts)) {
+      lines.push(`**${cell(family.family)}**: ${plural(family.count, 'false accept')}`, '');
+      for (const finding of family.examples) lines.push(...findingMd(finding, 'false-accept'));
     }
   }
 
@@ -227,14 +231,11 @@ function auditMd(record: ReportAudit, h: string): string[] {
     lines.push('');
   }
 
-  const advice = hardening(record);
+  const advice = rankedAdvice(record);
   if (advice.length > 0) {
-    lines.push(`${h} Hardening`, '');
-    for (const group of advice) {
-      lines.push(`**${group.title}**`, '');
-      for (const item of group.items) lines.push(`- ${code(item.label)}: ${cell(item.advice)}`);
-      lines.push('');
-    }
+    lines.push(`${h} Hardening`, '', 'Most costly first; each line names the findings that call for it.', '');
+    for (const item of advice) lines.push(`1. ${code(item.label)} (${cell(item.fired)}): ${cell(item.advice)}`);
+    lines.push('');
   }
 
   lines.push('<details>', '<summary>Provenance and policy</summary>', '');
