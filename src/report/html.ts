@@ -30,6 +30,7 @@ import {
   type ReportRecord,
 } from './report-view.js';
 import { rankedAdvice } from './advice.js';
+import { envVerdictWord, rewardOutcomeWord } from '../env-audit/record.js';
 
 /**
  * The HTML report: one self-contained page (inline CSS and SVG, no script,
@@ -413,9 +414,10 @@ function auditBody(record: ReportAudit, h: number): string {
     .join('\n');
 }
 
-function bannerHtml(decision: 'PASS' | 'REJECT' | 'INCOMPLETE', kicker: string, title: string, sentence: string, extra: string): string {
-  const tone = decision === 'PASS' ? 'pass' : 'reject';
-  return `<section class="banner ${tone}"><div class="badge">${decision}</div><div><div class="kicker">${esc(kicker)}</div><h1>${esc(title)}</h1><p class="reason" id="decision">${esc(sentence)}</p>${extra}</div></section>`;
+/** `word`: the verdict the exit code says, or null for bad input (no verdict). */
+function bannerHtml(word: string | null, kicker: string, title: string, sentence: string, extra: string): string {
+  const tone = word === 'PASS' ? 'pass' : 'reject';
+  return `<section class="banner ${tone}"><div class="badge">${esc(word ?? 'NO VERDICT')}</div><div><div class="kicker">${esc(kicker)}</div><h1>${esc(title)}</h1><p class="reason" id="decision">${esc(sentence)}</p>${extra}</div></section>`;
 }
 
 function auditPage(record: ReportAudit): { title: string; body: string } {
@@ -452,7 +454,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
   const env = record.env;
   const parts = [
     bannerHtml(
-      record.decision,
+      envVerdictWord(record),
       `gatekept environment audit · ${env.kind}`,
       env.id,
       envDecisionSentence(record),
@@ -474,7 +476,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
       continue;
     }
     parts.push(
-      `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight))}</span></h2><p><span class="badge ${reward.audit.decision === 'PASS' ? 'pass' : 'reject'}" style="font-size:13px;padding:2px 8px">${reward.audit.decision}</span> ${esc(decisionSentence(reward.audit))}</p></div>`,
+      `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight))}</span></h2><p><span class="badge ${reward.audit.decision === 'PASS' ? 'pass' : 'reject'}" style="font-size:13px;padding:2px 8px">${esc(rewardOutcomeWord(reward.audit.decision, envVerdictWord(record)))}</span> ${esc(decisionSentence(reward.audit))}</p></div>`,
     );
     parts.push(auditBody(reward.audit, 3));
   }
@@ -482,7 +484,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
     `<section><h2>Policy</h2>${kvTable([['seed', String(record.seed)], ...policyRows(record.policy), ['tool', `${record.tool.name} ${record.tool.version}`], ['record schema', record.schema]])}</section>`,
   );
   parts.push(`<footer><p>${esc(record.statement)}</p></footer>`);
-  return { title: `gatekept ${record.decision}: environment ${env.id}`, body: parts.join('\n') };
+  return { title: `gatekept ${envVerdictWord(record) ?? 'no verdict'}: environment ${env.id}`, body: parts.join('\n') };
 }
 
 export function renderHtml(record: ReportRecord): string {

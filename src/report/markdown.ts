@@ -1,4 +1,5 @@
 import { rankedAdvice } from './advice.js';
+import { envVerdictWord, rewardOutcomeWord } from '../env-audit/record.js';
 import { foldedText, showInline } from './show-text.js';
 import {
   decisionSentence,
@@ -259,8 +260,14 @@ function reasonsMd(record: ReportAudit): string[] {
   return record.reasons.length > 1 ? [...record.reasons.map((reason) => `- ${code(reason.code)} ${cell(reason.message)}`), ''] : [];
 }
 
-function decisionMark(decision: 'PASS' | 'REJECT' | 'INCOMPLETE'): string {
-  return decision === 'PASS' ? '✅ PASS' : decision === 'REJECT' ? '❌ REJECT' : '⚠️ INCOMPLETE';
+function decisionMark(decision: 'PASS' | 'REJECT'): string {
+  return decision === 'PASS' ? '✅ PASS' : '❌ REJECT';
+}
+
+/** An environment's verdict as its exit code says it: none for bad input, COULD NOT DECIDE for 3. */
+function envMark(record: ReportEnvAudit): string {
+  const word = envVerdictWord(record);
+  return word === 'PASS' ? '✅ PASS' : word === 'REJECT' ? '❌ REJECT' : word === null ? '⚠️ no verdict (bad input)' : `⚠️ ${word}`;
 }
 
 function auditPage(record: ReportAudit): string[] {
@@ -278,7 +285,7 @@ function auditPage(record: ReportAudit): string[] {
 function envPage(record: ReportEnvAudit): string[] {
   const env = record.env;
   const lines = [
-    `## gatekept ${decisionMark(record.decision)}: environment ${code(env.id)} (${env.kind})`,
+    `## gatekept ${envMark(record)}: environment ${code(env.id)} (${env.kind})`,
     '',
     `**${cell(envDecisionSentence(record))}**`,
     '',
@@ -303,7 +310,7 @@ function envPage(record: ReportEnvAudit): string[] {
   if (evidence.length > 0) lines.push('<details>', '<summary>Evidence</summary>', '', ...evidence, '', '</details>', '');
   if (record.total) {
     lines.push(
-      `### Weighted total (the training signal): ${decisionMark(record.total.decision)}`,
+      `### Weighted total (the training signal): ${rewardOutcomeWord(record.total.decision, envVerdictWord(record))}`,
       '',
       `${cell(decisionSentence(record.total))}`,
       '',
@@ -317,7 +324,7 @@ function envPage(record: ReportEnvAudit): string[] {
       continue;
     }
     lines.push(
-      `### Reward ${code(reward.name)} (weight ${reward.weight}): ${decisionMark(reward.audit.decision)}`,
+      `### Reward ${code(reward.name)} (weight ${reward.weight}): ${rewardOutcomeWord(reward.audit.decision, envVerdictWord(record))}`,
       '',
       `${cell(decisionSentence(reward.audit))}`,
       '',
