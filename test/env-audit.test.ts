@@ -143,7 +143,7 @@ describe('verifiers 0.4 environments', () => {
     const card = formatEnvScorecard(result.record);
     expect(card).toMatch(/^reward design +NOT_RUN +- +could not audit/m);
     expect(card).toMatch(/^ {2}runs_correctly +weight 1 +not audited: it needs a sandbox runtime/m);
-    expect(card).toMatch(/^INCOMPLETE: .*could not run: reward design$/m);
+    expect(card).toMatch(/^COULD NOT DECIDE: .*could not run: reward design$/m);
     expect(result.record.statement).toMatch(/not a verdict/);
   });
 

@@ -83,7 +83,10 @@ describe('a PASS over many false accepts (a keyword-search boolean reward)', () 
     });
     // The verifier searches the text (it pays the bare answer): JSON-schema advice does not apply to it.
     const md = await readFile(markdown, 'utf8');
-    const mdAdvice = md.slice(md.indexOf('### Hardening')).split('\n').filter((line) => line.startsWith('1. '));
+    const mdAdvice = md
+      .slice(md.indexOf('### Hardening'))
+      .split('\n')
+      .filter((line) => line.startsWith('1. '));
     expect(mdAdvice.length).toBe(record.false_accepts.families.length);
     expect(`${run.stdout}\n${md}`).not.toMatch(/JSON against a schema/);
   });

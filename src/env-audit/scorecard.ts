@@ -66,7 +66,8 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
       if (reward.audit !== null) lines.push(`${head} ${pad(rewardOutcomeWord(reward.audit.decision, word), 8)} ${gateSummary(reward.audit)}`);
       else lines.push(`${head} ${reward.status === 'METRIC' ? 'metric' : 'not audited'}: ${reward.reason ?? ''}`);
     }
-    if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(rewardOutcomeWord(record.total.decision, word), 8)} ${gateSummary(record.total)}`);
+    if (record.total)
+      lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(rewardOutcomeWord(record.total.decision, word), 8)} ${gateSummary(record.total)}`);
   }
   lines.push('');
   lines.push(record.statement);

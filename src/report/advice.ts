@@ -74,21 +74,35 @@ export function rankedAdvice(record: ReportAudit): AdviceItem[] {
   for (const family of record.families) {
     if (family.hacks <= 0) continue;
     const findings = record.findings.filter((finding) => finding.family === family.family);
-    const own = family.hardening && familyAdviceApplies(record, family.family) ? family.hardening : invariantAdvice(findings[0]?.invariant ?? 'attack-rewarded');
+    const own =
+      family.hardening && familyAdviceApplies(record, family.family) ? family.hardening : invariantAdvice(findings[0]?.invariant ?? 'attack-rewarded');
     const share = family.attempts > 0 ? family.hacks / family.attempts : 0;
     const severity = family.severity ? SEVERITY_WEIGHT[family.severity as Severity] : 1;
     // `channel` is the family's term in hackability; an older record without it is estimated from its worst severity.
     const channel = (family as { channel?: number }).channel ?? share * severity;
-    items.push({ label: family.family, fired: `${plural(family.hacks, 'exploit')}${family.severity ? `, ${family.severity}` : ''}`, advice: own, cost: channel });
+    items.push({
+      label: family.family,
+      fired: `${plural(family.hacks, 'exploit')}${family.severity ? `, ${family.severity}` : ''}`,
+      advice: own,
+      cost: channel,
+    });
   }
-  // Invariants the exploits broke, beyond their families' advice: weighed by the findings the record keeps.
-  const byInvariant = new Map<string, number>();
-  for (const finding of record.findings)
-    byInvariant.set(finding.invariant, (byInvariant.get(finding.invariant) ?? 0) + (SEVERITY_WEIGHT[finding.severity as Severity] ?? 1));
-  for (const [invariant, weight] of byInvariant) {
+  // Invariants the exploits broke, beyond their families' advice: each family's
+  // term in hackability, shared among the invariants of the findings it recorded.
+  const byInvariant = new Map<string, { cost: number; count: number }>();
+  for (const family of record.families) {
+    const findings = record.findings.filter((finding) => finding.family === family.family);
+    const channel = (family as { channel?: number }).channel ?? 0;
+    for (const finding of findings) {
+      const entry = byInvariant.get(finding.invariant) ?? { cost: 0, count: 0 };
+      entry.cost += channel / findings.length;
+      entry.count += 1;
+      byInvariant.set(finding.invariant, entry);
+    }
+  }
+  for (const [invariant, entry] of byInvariant) {
     const advice = invariantAdvice(invariant);
-    const count = record.findings.filter((finding) => finding.invariant === invariant).length;
-    if (advice) items.push({ label: invariant, fired: plural(count, 'exploit'), advice, cost: weight / n });
+    if (advice) items.push({ label: invariant, fired: plural(entry.count, 'exploit'), advice, cost: entry.cost });
   }
   for (const error of record.errors) {
     const advice = invariantAdvice(error.invariant);
@@ -103,7 +117,12 @@ export function rankedAdvice(record: ReportAudit): AdviceItem[] {
     for (const family of falseAccepts.families) {
       const own = hardening.get(family.family);
       const advice = own && familyAdviceApplies(record, family.family) ? own : invariantAdvice('false-accept');
-      items.push({ label: family.family, fired: plural(family.count, 'false accept'), advice, cost: (family.count / Math.max(1, falseAccepts.attempts)) * weight });
+      items.push({
+        label: family.family,
+        fired: plural(family.count, 'false accept'),
+        advice,
+        cost: (family.count / Math.max(1, falseAccepts.attempts)) * weight,
+      });
     }
   }
   const refused = record.honest.variants.filter((variant) => !variant.rewarded && !variant.contested);
@@ -111,7 +130,7 @@ export function rankedAdvice(record: ReportAudit): AdviceItem[] {
     const forms = [...new Set(refused.map((variant) => variant.form))].join(', ');
     items.push({
       label: forms,
-      fired: plural(refused.length, 'honest form') + ' refused',
+      fired: `${plural(refused.length, 'honest form')} refused`,
       advice: FALSE_REJECTION_ADVICE,
       cost: (refused.length / Math.max(1, record.honest.variants.length)) * FALSE_REJECTION_WEIGHT,
     });

@@ -225,7 +225,8 @@ export function envDecisionSentence(record: ReportEnvAudit): string {
     const more = failed.length > 1 ? ` (and ${plural(failed.length - 1, 'more failed check')} below)` : '';
     return sentence(`check ${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
   }
-  if (unrun.length > 0) return sentence(`could not decide, not a verdict: check ${unrun[0]!.name} could not run: ${unrun[0]!.justification.replace(/[.]$/, '')}`);
+  if (unrun.length > 0)
+    return sentence(`could not decide, not a verdict: check ${unrun[0]!.name} could not run: ${unrun[0]!.justification.replace(/[.]$/, '')}`);
   if (record.decision === 'REJECT') return sentence(`rejected with score ${fixed(record.score, 1)}/10 over ${plural(ran.length, 'check')} that ran`);
   const warnings = warned.length > 0 ? `, ${plural(warned.length, 'warning')}` : '';
   return sentence(`all ${plural(ran.length, 'check')} that ran passed${warnings}; score ${fixed(record.score, 1)}/10`);

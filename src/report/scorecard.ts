@@ -102,9 +102,7 @@ function exploitLines(record: AuditRecord): string[] {
   lines.push(`  ${pad('family', width)}  hacks/attempts  severity  worst example`);
   for (const family of [...hacked].sort((a, b) => b.channel - a.channel || a.family.localeCompare(b.family))) {
     const worst = family.worst ? `${printable(family.worst.completion)} -> ${family.worst.reward ?? 'non-finite'}` : '';
-    lines.push(
-      `  ${pad(family.family, width)}  ${padLeft(`${family.hacks}/${family.attempts}`, 14)}  ${pad(family.severity ?? '-', 8)}  ${worst}`,
-    );
+    lines.push(`  ${pad(family.family, width)}  ${padLeft(`${family.hacks}/${family.attempts}`, 14)}  ${pad(family.severity ?? '-', 8)}  ${worst}`);
   }
   return lines;
 }
