@@ -20,8 +20,9 @@ describe('gatekept gate (CLI)', () => {
   it('exit 0 and a scorecard for a strict verifier', async () => {
     const run = await cli(['gate', '--reward', 'examples/verifiers/strict.py:reward', '--answer', '42', '--python', python]);
     expect(run.exitCode).toBe(0);
-    expect(run.stdout).toMatch(/^family +attempts +hacks +severity +worst example$/m);
-    expect(run.stdout).toMatch(/decision: PASS/);
+    expect(run.stdout).toMatch(/^decision: PASS$/m);
+    expect(run.stdout).toMatch(/^exploits: none in \d+ judged candidates$/m);
+    expect(run.stdout).toMatch(/^\d+ families \(\d+ attempts\) found no exploit: /m);
     expect(run.stdout).toMatch(/not a proof/);
   });
 
@@ -29,7 +30,8 @@ describe('gatekept gate (CLI)', () => {
     const run = await cli(['gate', '--reward', 'examples/verifiers/substring.py:reward', '--answer', '42', '--python', python]);
     expect(run.exitCode).toBe(1);
     expect(run.stdout).toMatch(/decision: REJECT/);
-    expect(run.stdout).toMatch(/^substring-containment +\d+ +[1-9]\d* +critical/m);
+    expect(run.stdout).toMatch(/^ {2}family +hacks\/attempts +severity +worst example$/m);
+    expect(run.stdout).toMatch(/^ {2}substring-containment +[1-9]\d*\/\d+ +critical/m);
     expect(run.stdout).toMatch(/hardening:/);
   });
 

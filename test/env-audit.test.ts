@@ -74,7 +74,7 @@ describe('verifiers 0.4 environments', () => {
     // The format reward alone does not check the answer: reported, but not what the decision rests on.
     expect(record.rewards.find((reward) => reward.name === 'formatted')!.audit?.decision).toBe('REJECT');
     // The terminal says why each reward's own gate rejected it.
-    expect(formatEnvScorecard(record)).toMatch(/^ {2}formatted +weight 0\.1 +REJECT +hackability \d+\.\d(, \d+ false accepts?)?, [A-Z_]*FORMAT_ONLY/m);
+    expect(formatEnvScorecard(record)).toMatch(/^ {2}formatted +weight 0\.1 +gameable +hackability \d+\.\d(, \d+ false accepts?)?, [A-Z_]*FORMAT_ONLY/m);
     expect(record.rewards.find((reward) => reward.name === 'correct')!.audit?.decision).toBe('PASS');
     // Honest calibration through the environment: the boxed gold earns correct + 0.1 formatted.
     const boxed = record.total!.honest.calibration.find((cell) => cell.format === 'boxed' && !cell.think && cell.row === record.total!.target.golds[0]!.row);
@@ -143,7 +143,7 @@ describe('verifiers 0.4 environments', () => {
     const card = formatEnvScorecard(result.record);
     expect(card).toMatch(/^reward design +NOT_RUN +- +could not audit/m);
     expect(card).toMatch(/^ {2}runs_correctly +weight 1 +not audited: it needs a sandbox runtime/m);
-    expect(card).toMatch(/^INCOMPLETE: .*could not run: reward design$/m);
+    expect(card).toMatch(/^COULD NOT DECIDE: .*could not run: reward design$/m);
     expect(result.record.statement).toMatch(/not a verdict/);
   });
 

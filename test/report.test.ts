@@ -313,7 +313,8 @@ describe('scorecard and messages', () => {
     const text = formatScorecard(passed);
     // Both are rewarded only under the gold: an equivalent form and a false accept, each shown in its own section.
     expect(text).toMatch(/^ {2}invisible-whitespace .* "1\\u200b0\\u200b4\\u200b2" -> 1$/m);
-    expect(text).toMatch(/^ {2}think-leakage: .* "<think>\\boxed\{1042\}<\/think>" -> 1$/m);
+    // False accepts by family, each with the two examples the record keeps.
+    expect(text).toMatch(/^ {2}think-leakage: \d+ {2}e\.g\. "<think>\\boxed\{1042\}<\/think>" -> 1; ".+" -> 1$/m);
     expect(text).not.toMatch(/\\\\boxed/);
     // Each refused honest form is named with the completion it was refused in.
     expect(text).toMatch(

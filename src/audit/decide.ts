@@ -5,6 +5,7 @@ import type { HedgingPays } from './tally-outcomes.js';
 import type { Reason, ReasonCode } from './record.js';
 import type { CompletionFormat } from '../types.js';
 import type { LibraryFrame } from '../calls.js';
+import { quoted } from '../report/show-text.js';
 
 /**
  * The gate decision: a pure function of what the audit measured and the
@@ -97,19 +98,19 @@ function describeEnvironmentFailure(where: string, detail: string, library: Libr
 }
 
 export function describeBroken(row: number, answer: string, reason: BrokenReason, format: CompletionFormat | undefined): Reason {
-  const where = `for gold ${JSON.stringify(answer)}${row > 0 ? ` (row ${row})` : ''}`;
+  const where = `for gold ${quoted(answer)}${row > 0 ? ` (row ${row})` : ''}`;
   if ((reason.kind === 'gold-failed' || reason.kind === 'wrong-failed') && reason.library)
     return describeEnvironmentFailure(where, reason.detail, reason.library);
   switch (reason.kind) {
     case 'gold-failed':
       return {
         code: 'BROKEN_ON_GOLD',
-        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}${shapeHint(reason, format)}`,
+        message: `broken verifier: it ${reason.status === 'ok' ? 'failed' : reason.status === 'timeout' ? 'timed out' : reason.status} on a valid answer ${where} (${reason.detail}) on completion ${quoted(reason.completion, 80)}${shapeHint(reason, format)}`,
       };
     case 'wrong-failed':
       return {
         code: 'BROKEN_ON_WRONG_ANSWER',
-        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${JSON.stringify(reason.completion.slice(0, 80))}; a reward function must score every completion${shapeHint(reason, format)}`,
+        message: `broken verifier: it ${reason.status === 'timeout' ? 'timed out' : reason.status} on a plainly wrong answer ${where} (${reason.detail}) on completion ${quoted(reason.completion, 80)}; a reward function must score every completion${shapeHint(reason, format)}`,
       };
     case 'non-finite-on-gold':
       return {
@@ -160,7 +161,7 @@ export function decide(input: DecisionInput): Decision {
   for (const error of input.errors) {
     reasons.push({
       code: 'ERRORS_ON_ATTACKS',
-      message: `unauditable: the verifier ${FAILED[error.invariant] ?? error.invariant} on ${error.count} attack candidate${error.count === 1 ? '' : 's'} (e.g. ${JSON.stringify(error.example.slice(0, 60))}); a reward function must return a number for every completion`,
+      message: `unauditable: the verifier ${FAILED[error.invariant] ?? error.invariant} on ${error.count} attack candidate${error.count === 1 ? '' : 's'} (e.g. ${quoted(error.example, 60)}); a reward function must return a number for every completion`,
     });
   }
   for (const effect of input.sideEffects) {
@@ -179,20 +180,20 @@ export function decide(input: DecisionInput): Decision {
   // the answer the reward, so it rejects however rare it was among the attacks.
   const ignored = input.answerIgnored;
   if (ignored && ignored.count > 0) {
-    const quoted = ignored.rewardedUnder.map((gold) => JSON.stringify(gold));
-    const golds = quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} and ${quoted.at(-1)}` : quoted.join('');
+    const shown = ignored.rewardedUnder.map((gold) => quoted(gold));
+    const golds = shown.length > 1 ? `${shown.slice(0, -1).join(', ')} and ${shown.at(-1)}` : shown.join('');
     reasons.push({
       code: 'ANSWER_IGNORED',
-      message: `the reward ignores the answer: ${JSON.stringify(ignored.completion)} was paid under the golds ${golds}${ignored.gain != null ? `, above what committing to an answer earns there (a gain of ${ignored.gain} of the reward's range)` : ''}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
+      message: `the reward ignores the answer: ${quoted(ignored.completion)} was paid under the golds ${golds}${ignored.gain != null ? `, above what committing to an answer earns there (a gain of ${ignored.gain} of the reward's range)` : ''}${ignored.count > 1 ? ` (and ${ignored.count - 1} more such completion${ignored.count === 2 ? '' : 's'})` : ''}; its reward does not follow the answer, so a policy that never knows the answer earns it with this reply`,
     });
   }
   const hedging = input.hedgingPays;
   if (hedging && hedging.count > 0) {
     const round = (value: number): string => String(Number(value.toFixed(4)));
-    const paid = hedging.rewards.map(({ gold, reward }) => `${JSON.stringify(gold)}: ${round(reward)}`).join(', ');
+    const paid = hedging.rewards.map(({ gold, reward }) => `${quoted(gold)}: ${round(reward)}`).join(', ');
     reasons.push({
       code: 'HEDGING_PAYS',
-      message: `hedging pays: ${JSON.stringify(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)} (a gain of ${round(hedging.gain)} of the reward's range, at least min_gain ${policy.minGain})${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
+      message: `hedging pays: ${quoted(hedging.completion)}, which states ${hedging.values} values, earns ${paid} with each taken as the gold, ${round(hedging.mean)} in expectation, where committing to one of them earns ${round(hedging.baseline)} (a gain of ${round(hedging.gain)} of the reward's range, at least min_gain ${policy.minGain})${hedging.count > 1 ? ` (and ${hedging.count - 1} more such completion${hedging.count === 2 ? '' : 's'})` : ''}; a policy that does not know the answer gains by stating several`,
     });
   }
   if (input.hackability >= policy.maxHackability) {
@@ -220,7 +221,7 @@ export function decide(input: DecisionInput): Decision {
     const [before, after] = timing.scores;
     reasons.push({
       code: 'TIMING_DEPENDENT',
-      message: `the reward depends on the machine's speed: ${JSON.stringify(timing.completion)} scored ${before} in the audit and ${after} when scored again, and a time limit of the verifier's own (a signal timer, a future's or a thread's timeout) expired in one of the two calls, even when run again alone${timing.changed > 1 ? ` (${timing.changed} such calls)` : ''}; under load in training the same reply would be paid differently. Bound the parsing work or give it room, rather than cutting it by the clock`,
+      message: `the reward depends on the machine's speed: ${quoted(timing.completion)} scored ${before} in the audit and ${after} when scored again, and a time limit of the verifier's own (a signal timer, a future's or a thread's timeout) expired in one of the two calls, even when run again alone${timing.changed > 1 ? ` (${timing.changed} such calls)` : ''}; under load in training the same reply would be paid differently. Bound the parsing work or give it room, rather than cutting it by the clock`,
     });
   }
   const slow = input.slowCalls;
@@ -228,7 +229,7 @@ export function decide(input: DecisionInput): Decision {
     const { example } = slow;
     reasons.push({
       code: 'SLOW_CALL',
-      message: `slow on some inputs: ${example.cut ? `the call was cut at the call timeout after ${example.ms} ms` : `a call took ${example.ms} ms`}, again when run alone, on a ${example.chars}-character completion (${JSON.stringify(example.completion.slice(0, 60))}); ${slow.count} input${slow.count === 1 ? '' : 's'} over timeouts.max_call_ms = ${slow.limitMs} ms. A reward this slow stalls a training loop; bound the work per completion (cap the length it reads, avoid backtracking-prone regular expressions)`,
+      message: `slow on some inputs: ${example.cut ? `the call was cut at the call timeout after ${example.ms} ms` : `a call took ${example.ms} ms`}, again when run alone, on a ${example.chars}-character completion (${quoted(example.completion, 60)}); ${slow.count} input${slow.count === 1 ? '' : 's'} over timeouts.max_call_ms = ${slow.limitMs} ms. A reward this slow stalls a training loop; bound the work per completion (cap the length it reads, avoid backtracking-prone regular expressions)`,
     });
   }
   const golds = input.unrewardedGolds;
@@ -242,15 +243,15 @@ export function decide(input: DecisionInput): Decision {
   if (policy.strict && falseAccepts && falseAccepts.total > 0) {
     reasons.push({
       code: 'FALSE_ACCEPTS',
-      message: `strict policy: ${falseAccepts.total} of ${falseAccepts.attempts} attack candidate${falseAccepts.attempts === 1 ? '' : 's'} rewarded without committing to the gold alone (e.g. ${JSON.stringify((falseAccepts.example ?? '').slice(0, 60))}); no other gold pays them, but a sound verifier scores them as wrong`,
+      message: `strict policy: ${falseAccepts.total} of ${falseAccepts.attempts} attack candidate${falseAccepts.attempts === 1 ? '' : 's'} rewarded without committing to the gold alone (e.g. ${quoted(falseAccepts.example ?? '', 60)}); no other gold pays them, but a sound verifier scores them as wrong`,
     });
   }
   const lenient = input.leniencies;
   if (policy.strict && lenient && lenient.total > 0 && lenient.example) {
-    const under = lenient.example.rewardedUnder.map((gold) => JSON.stringify(gold)).join(' and ');
+    const under = lenient.example.rewardedUnder.map((gold) => quoted(gold)).join(' and ');
     reasons.push({
       code: 'LENIENCIES',
-      message: `strict policy: ${lenient.total} completion${lenient.total === 1 ? ' was' : 's were'} paid under more than one gold by a leniency (e.g. ${JSON.stringify(lenient.example.completion.slice(0, 60))}, paid under ${under}: ${lenient.example.invariant === 're-reading' ? 'one stated quantity read two ways' : `a gain below min_gain ${policy.minGain}`}); a sound verifier pays one reading of one answer`,
+      message: `strict policy: ${lenient.total} completion${lenient.total === 1 ? ' was' : 's were'} paid under more than one gold by a leniency (e.g. ${quoted(lenient.example.completion, 60)}, paid under ${under}: ${lenient.example.invariant === 're-reading' ? 'one stated quantity read two ways' : `a gain below min_gain ${policy.minGain}`}); a sound verifier pays one reading of one answer`,
     });
   }
   return { decision: reasons.length === 0 ? 'PASS' : 'REJECT', reasons };

@@ -85,7 +85,8 @@ function buildAuditRecordSchema() {
       class: z.enum(['exploit', 'lenient', 'false_accept', 'equivalent_form']),
       attack_id: z.string(),
       family: z.string(),
-      severity: z.enum(SEVERITIES),
+      /** The attack's severity; null on a false accept, which is not an exploit (records before this version carry the attack's). */
+      severity: z.enum(SEVERITIES).nullable(),
       invariant: z.enum(INVARIANTS),
       /** The attack's declared intent. */
       commits_to: z.enum(COMMITMENTS),

@@ -1,5 +1,6 @@
 import { makeRng } from './answer-values.js';
 import { SLOW_CALL_REPORT_MS } from './slow-calls.js';
+import { quoted } from '../report/show-text.js';
 import type { CallQueue, EvalRequest, EvalResult, VerifierSession } from '../calls.js';
 
 /**
@@ -213,7 +214,7 @@ export class RescoreSample {
           else timing = { changed: 1, completion: request.completion.slice(0, 60), scores: [expected[index]!, then] };
         } else {
           changed += 1;
-          example ??= `${JSON.stringify(request.completion.slice(0, 60))} scored ${expected[index]} in the audit, then ${String(then)}`;
+          example ??= `${quoted(request.completion, 60)} scored ${expected[index]} in the audit, then ${String(then)}`;
         }
         break;
       }

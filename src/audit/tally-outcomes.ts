@@ -353,7 +353,8 @@ function findingOf(candidate: Candidate, verdict: Verdict, result: EvalResult): 
     class: FINDING_CLASS[verdict.kind as keyof typeof FINDING_CLASS],
     attack_id: candidate.attackId,
     family: candidate.family,
-    severity: verdict.severity ?? candidate.severity,
+    // A false accept pays only a policy that knows the answer: not an exploit, so no exploit severity.
+    severity: verdict.kind === 'false_accept' ? null : (verdict.severity ?? candidate.severity),
     invariant: verdict.invariant!,
     commits_to: candidate.commitsTo,
     rewarded_under: verdict.rewardedUnder,

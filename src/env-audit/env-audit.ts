@@ -402,6 +402,7 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
   // 5. Score and decide: any FAIL rejects; a check that could not run leaves the audit INCOMPLETE.
   const score = weightedScore(checks, policy.envAudit.weights);
   const decision = decisionFor(checks);
+  const exitCode = exitCodeFor(decision, !inspected.ok && inspected.stage !== LOAD_TIMEOUT_STAGE, refusedOption);
   const record: EnvAuditRecord = {
     schema: ENV_AUDIT_SCHEMA,
     decision,
@@ -420,12 +421,14 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
     policy: { ...policyRecord(policy), env_audit: { weights: { ...policy.envAudit.weights } } },
     seed: policy.seed,
     tool: { name: TOOL.name, version: TOOL.version },
-    statement: statementFor(decision),
+    // The statement follows the exit code, so that what is printed never says a verdict the exit code does not.
+    statement: statementFor(decision, exitCode),
+    exit_code: exitCode,
   };
   return {
     decision,
     passed: decision === 'PASS',
-    exitCode: exitCodeFor(decision, !inspected.ok && inspected.stage !== LOAD_TIMEOUT_STAGE, refusedOption),
+    exitCode,
     record,
   };
 }

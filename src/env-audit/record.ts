@@ -88,6 +88,12 @@ export interface EnvAuditRecord {
   seed: number;
   tool: { name: string; version: string };
   statement: string;
+  /**
+   * The exit code the audit ended with: 0 PASS, 1 REJECT, 2 bad input (no
+   * verdict: the environment did not load or an option did not fit), 3 could
+   * not decide. What is printed follows it (see envVerdictWord).
+   */
+  exit_code: 0 | 1 | 2 | 3;
 }
 
 export const ENV_PASS_STATEMENT =
@@ -95,8 +101,13 @@ export const ENV_PASS_STATEMENT =
 
 export const ENV_REJECT_STATEMENT = 'REJECT means at least one check failed; fix what the failing checks name and audit again before pushing or training.';
 
-export const ENV_INCOMPLETE_STATEMENT =
-  'INCOMPLETE means no check failed but at least one could not run: this is not a verdict on the environment. Fix what the NOT_RUN checks name (or audit where they can run) before relying on the audit.';
+/** The words every printed form of an audit that ends with exit 3 uses, never PASS or REJECT. */
+export const COULD_NOT_DECIDE = 'COULD NOT DECIDE';
+
+export const ENV_INCOMPLETE_STATEMENT = `${COULD_NOT_DECIDE} means no check failed but at least one could not run: this is not a verdict on the environment. Fix what the NOT_RUN checks name (or audit where they can run) before relying on the audit.`;
+
+export const ENV_BAD_INPUT_STATEMENT =
+  'No verdict: the environment could not be audited as given (it did not load, or an option does not fit it). Fix what the integrity check or the reasons name and audit again.';
 
 /** Any FAIL rejects; otherwise a check that could not run leaves the audit incomplete. */
 export function decisionFor(checks: readonly CheckResult[]): EnvDecision {
@@ -105,8 +116,31 @@ export function decisionFor(checks: readonly CheckResult[]): EnvDecision {
   return 'PASS';
 }
 
-export function statementFor(decision: EnvDecision): string {
+export function statementFor(decision: EnvDecision, exitCode?: number): string {
+  if (exitCode === 2) return ENV_BAD_INPUT_STATEMENT;
+  if (exitCode === 3) return ENV_INCOMPLETE_STATEMENT;
   return decision === 'PASS' ? ENV_PASS_STATEMENT : decision === 'REJECT' ? ENV_REJECT_STATEMENT : ENV_INCOMPLETE_STATEMENT;
+}
+
+/**
+ * The verdict word printed for an environment audit, from its exit code: PASS
+ * (0), REJECT (1), COULD NOT DECIDE (3), and none for bad input (2). A
+ * record written before `exit_code` was recorded falls back on its decision.
+ */
+export function envVerdictWord(record: { decision: EnvDecision; exit_code?: number }): string | null {
+  const code = record.exit_code ?? (record.decision === 'PASS' ? 0 : record.decision === 'REJECT' ? 1 : 3);
+  return code === 0 ? 'PASS' : code === 1 ? 'REJECT' : code === 3 ? COULD_NOT_DECIDE : null;
+}
+
+/**
+ * A reward's own gate, on the environment's lines: never a verdict word, since
+ * the decision rests on the checks; and "could not decide" when the audit
+ * as a whole could not decide or had no verdict.
+ */
+export function rewardOutcomeWord(decision: 'PASS' | 'REJECT', envWord: string | null): string {
+  if (envWord === null) return 'not decided';
+  if (envWord === COULD_NOT_DECIDE) return 'could not decide';
+  return decision === 'PASS' ? 'holds' : 'gameable';
 }
 
 /** A check with nothing to check: no weight in the final score. */

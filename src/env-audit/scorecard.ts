@@ -1,4 +1,4 @@
-import type { EnvAuditRecord } from './record.js';
+import { envVerdictWord, rewardOutcomeWord, type EnvAuditRecord } from './record.js';
 import { escapeControl } from '../runtime/escape-control.js';
 import type { AuditRecord } from '../audit/record.js';
 
@@ -32,8 +32,21 @@ function gateSummary(audit: AuditRecord): string {
 
 export function formatEnvScorecard(record: EnvAuditRecord): string {
   const lines: string[] = [];
+  // The verdict word follows the exit code: none for bad input, COULD NOT DECIDE for 3.
+  const word = envVerdictWord(record);
   const kind = record.env.kind ?? 'unknown kind';
   lines.push(`gatekept audit --env: ${record.env.id} (${kind})${record.env.path ? ` at ${record.env.path}` : ''}`);
+  // The decision and its cause first, under the environment's name.
+  const named = (status: string) =>
+    record.checks
+      .filter((check) => check.status === status)
+      .map((check) => LABELS[check.name])
+      .join(', ');
+  const failed = named('FAIL');
+  const unrun = named('NOT_RUN');
+  const causes = [...(failed ? [`failed: ${failed}`] : []), ...(unrun ? [`could not run: ${unrun}`] : [])].join('; ');
+  const tail = word === 'PASS' || !causes ? '' : `; ${causes}`;
+  lines.push(`${word ?? 'no verdict (bad input)'}: score ${record.score.toFixed(1)}/10 over the checks that ran${tail}`);
   // A loader that stopped at its cap read only the first rows: the line says so before any count.
   const cap = record.env.rows_cap ?? null;
   lines.push(`${cap ? cap.note : `${record.env.rows_total} rows`}; ${record.env.rows_audited} gated; seed ${record.seed}`);
@@ -46,23 +59,17 @@ export function formatEnvScorecard(record: EnvAuditRecord): string {
   }
   if (record.rewards.length > 0) {
     lines.push('');
-    lines.push('rewards (each gated on its own; the decision rests on the weighted total):');
+    lines.push('rewards (each gated on its own; the decision rests on the checks, reward design on the weighted total):');
     // Every reward the environment declares, audited or not, with the reason when not.
     for (const reward of record.rewards) {
       const head = `  ${pad(reward.name, 20)} weight ${String(reward.weight ?? 'n/a').padEnd(5)}`;
-      if (reward.audit !== null) lines.push(`${head} ${pad(reward.audit.decision, 6)} ${gateSummary(reward.audit)}`);
+      if (reward.audit !== null) lines.push(`${head} ${pad(rewardOutcomeWord(reward.audit.decision, word), 8)} ${gateSummary(reward.audit)}`);
       else lines.push(`${head} ${reward.status === 'METRIC' ? 'metric' : 'not audited'}: ${reward.reason ?? ''}`);
     }
-    if (record.total) lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(record.total.decision, 6)} ${gateSummary(record.total)}`);
+    if (record.total)
+      lines.push(`  ${pad('weighted total', 20)} ${' '.repeat(12)} ${pad(rewardOutcomeWord(record.total.decision, word), 8)} ${gateSummary(record.total)}`);
   }
   lines.push('');
-  const named = (status: string) =>
-    record.checks
-      .filter((check) => check.status === status)
-      .map((check) => LABELS[check.name])
-      .join(', ');
-  const tail = record.decision === 'REJECT' ? `; failed: ${named('FAIL')}` : record.decision === 'INCOMPLETE' ? `; could not run: ${named('NOT_RUN')}` : '';
-  lines.push(`${record.decision}: score ${record.score.toFixed(1)}/10 over the checks that ran${tail}`);
   lines.push(record.statement);
   // Reward names, paths and messages come from the environment's code: its
   // escape sequences are shown, never sent to the terminal.

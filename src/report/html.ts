@@ -9,7 +9,6 @@ import {
   familyRows,
   findingWhere,
   fixed,
-  hardening,
   honestView,
   leniencyText,
   refusedForms,
@@ -24,11 +23,14 @@ import {
   rewardText,
   timingText,
   worstByFamily,
+  falseAcceptFamilies,
   type ReportAudit,
   type ReportEnvAudit,
   type ReportFinding,
   type ReportRecord,
 } from './report-view.js';
+import { rankedAdvice } from './advice.js';
+import { envVerdictWord, rewardOutcomeWord } from '../env-audit/record.js';
 
 /**
  * The HTML report: one self-contained page (inline CSS and SVG, no script,
@@ -203,7 +205,7 @@ function findingHtml(finding: ReportFinding, kind: 'exploit' | 'false-accept'): 
       : `<p class="golds">gold ${inlineHtml(finding.answer)}</p>`;
   return [
     `<div class="finding${kind === 'false-accept' ? ' false-accept' : ''}">`,
-    `<div class="head"><code><strong>${esc(finding.attack_id)}</strong></code>${severityHtml(finding.severity)}<span class="small">reward <strong>${esc(rewardText(finding.reward, finding.non_finite))}</strong></span></div>`,
+    `<div class="head"><code><strong>${esc(finding.attack_id)}</strong></code>${kind === 'exploit' ? severityHtml(finding.severity) : ''}<span class="small">reward <strong>${esc(rewardText(finding.reward, finding.non_finite))}</strong></span></div>`,
     `<p class="meta">${esc(invariantText(finding.invariant))} · ${esc(findingWhere(finding))}${finding.completion_length !== undefined && finding.completion_length > [...finding.completion].length ? ` · ${finding.completion_length} characters, shown shortened` : ''}</p>`,
     completionHtml(finding.completion),
     goldsLine,
@@ -246,9 +248,9 @@ function falseAcceptsHtml(record: ReportAudit, h: number): string {
         .join('')}</tbody></table>`,
     );
   }
-  for (const group of worstByFamily(falseAccepts.examples)) {
-    parts.push(`<h${h + 1}>${esc(group.family)}</h${h + 1}>`);
-    for (const finding of group.findings) parts.push(findingHtml(finding, 'false-accept'));
+  for (const family of falseAcceptFamilies(falseAccepts)) {
+    parts.push(`<h${h + 1}>${esc(family.family)} <span class="muted small">${plural(family.count, 'false accept')}</span></h${h + 1}>`);
+    for (const finding of family.examples) parts.push(findingHtml(finding, 'false-accept'));
   }
   parts.push('</section>');
   return parts.join('\n');
@@ -319,15 +321,14 @@ function problemsHtml(record: ReportAudit, h: number): string {
 }
 
 function hardeningHtml(record: ReportAudit, h: number): string {
-  const groups = hardening(record);
-  if (groups.length === 0) return '';
-  const parts = [`<section><h${h}>Hardening</h${h}>`];
-  for (const group of groups) {
-    parts.push(`<h${h + 1}>${esc(group.title)}</h${h + 1}>`);
-    parts.push(`<ul class="advice">${group.items.map((item) => `<li><code>${esc(item.label)}</code>: ${esc(item.advice)}</li>`).join('')}</ul>`);
-  }
-  parts.push('</section>');
-  return parts.join('\n');
+  const advice = rankedAdvice(record);
+  if (advice.length === 0) return '';
+  return [
+    `<section><h${h}>Hardening</h${h}>`,
+    '<p class="small muted">Most costly first; each line names the findings that call for it.</p>',
+    `<ol class="advice">${advice.map((item) => `<li><code>${esc(item.label)}</code> <span class="small muted">(${esc(item.fired)})</span>: ${esc(item.advice)}</li>`).join('')}</ol>`,
+    '</section>',
+  ].join('\n');
 }
 
 function kvTable(rows: readonly [string, string][]): string {
@@ -398,10 +399,11 @@ function statsHtml(record: ReportAudit): string {
 /** Every section of one verifier's audit; `h` is the level of the section headings. */
 function auditBody(record: ReportAudit, h: number): string {
   return [
+    // The exploits first, under the decision and its reasons: they are what it rests on.
+    exploitsHtml(record, h),
     statsHtml(record),
     scalesHtml(record),
     familyChartHtml(record),
-    exploitsHtml(record, h),
     falseAcceptsHtml(record, h),
     honestHtml(record, h),
     problemsHtml(record, h),
@@ -412,9 +414,10 @@ function auditBody(record: ReportAudit, h: number): string {
     .join('\n');
 }
 
-function bannerHtml(decision: 'PASS' | 'REJECT' | 'INCOMPLETE', kicker: string, title: string, sentence: string, extra: string): string {
-  const tone = decision === 'PASS' ? 'pass' : 'reject';
-  return `<section class="banner ${tone}"><div class="badge">${decision}</div><div><div class="kicker">${esc(kicker)}</div><h1>${esc(title)}</h1><p class="reason" id="decision">${esc(sentence)}</p>${extra}</div></section>`;
+/** `word`: the verdict the exit code says, or null for bad input (no verdict). */
+function bannerHtml(word: string | null, kicker: string, title: string, sentence: string, extra: string): string {
+  const tone = word === 'PASS' ? 'pass' : 'reject';
+  return `<section class="banner ${tone}"><div class="badge">${esc(word ?? 'NO VERDICT')}</div><div><div class="kicker">${esc(kicker)}</div><h1>${esc(title)}</h1><p class="reason" id="decision">${esc(sentence)}</p>${extra}</div></section>`;
 }
 
 function auditPage(record: ReportAudit): { title: string; body: string } {
@@ -451,7 +454,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
   const env = record.env;
   const parts = [
     bannerHtml(
-      record.decision,
+      envVerdictWord(record),
       `gatekept environment audit · ${env.kind}`,
       env.id,
       envDecisionSentence(record),
@@ -473,7 +476,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
       continue;
     }
     parts.push(
-      `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight))}</span></h2><p><span class="badge ${reward.audit.decision === 'PASS' ? 'pass' : 'reject'}" style="font-size:13px;padding:2px 8px">${reward.audit.decision}</span> ${esc(decisionSentence(reward.audit))}</p></div>`,
+      `<div class="reward-block"><h2>Reward <code>${esc(reward.name)}</code> <span class="muted small">weight ${esc(String(reward.weight))}</span></h2><p><span class="badge ${reward.audit.decision === 'PASS' ? 'pass' : 'reject'}" style="font-size:13px;padding:2px 8px">${esc(rewardOutcomeWord(reward.audit.decision, envVerdictWord(record)))}</span> ${esc(decisionSentence(reward.audit))}</p></div>`,
     );
     parts.push(auditBody(reward.audit, 3));
   }
@@ -481,7 +484,7 @@ function envPage(record: ReportEnvAudit): { title: string; body: string } {
     `<section><h2>Policy</h2>${kvTable([['seed', String(record.seed)], ...policyRows(record.policy), ['tool', `${record.tool.name} ${record.tool.version}`], ['record schema', record.schema]])}</section>`,
   );
   parts.push(`<footer><p>${esc(record.statement)}</p></footer>`);
-  return { title: `gatekept ${record.decision}: environment ${env.id}`, body: parts.join('\n') };
+  return { title: `gatekept ${envVerdictWord(record) ?? 'no verdict'}: environment ${env.id}`, body: parts.join('\n') };
 }
 
 export function renderHtml(record: ReportRecord): string {

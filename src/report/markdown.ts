@@ -1,12 +1,14 @@
+import { rankedAdvice } from './advice.js';
+import { envVerdictWord, rewardOutcomeWord } from '../env-audit/record.js';
 import { foldedText, showInline } from './show-text.js';
 import {
   decisionSentence,
+  falseAcceptFamilies,
   envDecisionSentence,
   evidenceText,
   familyRows,
   findingWhere,
   fixed,
-  hardening,
   honestView,
   refusedForms,
   type RefusedForms,
@@ -74,7 +76,9 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
 function findingMd(finding: ReportFinding, kind: 'exploit' | 'false-accept' | 'lenient'): string[] {
   const golds = rewardedUnder(finding);
   const gain = finding.gain === undefined || finding.gain === null ? '' : ` · gain ${finding.gain}`;
-  const summary = `<code>${escapeHtml(finding.attack_id)}</code> · ${escapeHtml(finding.severity)} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}${gain}`;
+  // A false accept is not an exploit: it carries no severity.
+  const severity = kind === 'exploit' && finding.severity ? ` · ${escapeHtml(finding.severity)}` : '';
+  const summary = `<code>${escapeHtml(finding.attack_id)}</code>${severity} · reward ${escapeHtml(rewardText(finding.reward, finding.non_finite))}${gain}`;
   const goldLine =
     kind !== 'false-accept'
       ? `Rewarded under ${golds.length === 1 ? 'the gold' : `${golds.length} golds`}: ${golds.map(code).join(', ')}`
@@ -103,6 +107,18 @@ function auditMd(record: ReportAudit, h: string): string[] {
   const rate = record.hack_rate;
   const view = honestView(record);
   const lines: string[] = [];
+
+  // The exploits come first, right under the decision and its reasons: they are what the decision rests on.
+  lines.push(`${h} Exploits: ${record.findings_total}`, '');
+  const groups = worstByFamily(record.findings);
+  if (groups.length === 0) lines.push('No attack was rewarded.', '');
+  else {
+    lines.push(`The worst completions of each family, exactly as the verifier received them (invisible characters shown escaped).`, '');
+    for (const group of groups) {
+      lines.push(`**${cell(group.family)}** (${plural(group.total, 'finding')} recorded, ${group.findings[0]?.severity ?? 'no severity'})`, '');
+      for (const finding of group.findings) lines.push(...findingMd(finding, 'exploit'));
+    }
+  }
 
   const numbers: string[][] = [
     ['hackability', `${fixed(record.hackability, 1)} (${record.risk})`, bounds.maxHackability === null ? '–' : `below ${fixed(bounds.maxHackability, 1)}`],
@@ -160,17 +176,6 @@ function auditMd(record: ReportAudit, h: string): string[] {
     }
   }
 
-  lines.push(`${h} Exploits: ${record.findings_total}`, '');
-  const groups = worstByFamily(record.findings);
-  if (groups.length === 0) lines.push('No attack was rewarded.', '');
-  else {
-    lines.push(`The worst completions of each family, exactly as the verifier received them (invisible characters shown escaped).`, '');
-    for (const group of groups) {
-      lines.push(`**${cell(group.family)}** (${plural(group.total, 'finding')} recorded)`, '');
-      for (const finding of group.findings) lines.push(...findingMd(finding, 'exploit'));
-    }
-  }
-
   const lenient = record.leniencies;
   if (lenient && lenient.total > 0) {
     lines.push(`${h} Leniencies: ${lenient.total}`, '');
@@ -191,9 +196,9 @@ function auditMd(record: ReportAudit, h: string): string[] {
       `Wrong answers rewarded as right: ${falseAccepts.total} of ${falseAccepts.attempts} attempts (rate ${fixed(falseAccepts.rate, 3)}); ${bounds.strict ? 'gated on: the policy is strict' : 'reported, not gated on'}.`,
       '',
     );
-    for (const group of worstByFamily(falseAccepts.examples)) {
-      lines.push(`**${cell(group.family)}**`, '');
-      for (const finding of group.findings) lines.push(...findingMd(finding, 'false-accept'));
+    for (const family of falseAcceptFamilies(falseAccepts)) {
+      lines.push(`**${cell(family.family)}**: ${plural(family.count, 'false accept')}`, '');
+      for (const finding of family.examples) lines.push(...findingMd(finding, 'false-accept'));
     }
   }
 
@@ -227,14 +232,11 @@ function auditMd(record: ReportAudit, h: string): string[] {
     lines.push('');
   }
 
-  const advice = hardening(record);
+  const advice = rankedAdvice(record);
   if (advice.length > 0) {
-    lines.push(`${h} Hardening`, '');
-    for (const group of advice) {
-      lines.push(`**${group.title}**`, '');
-      for (const item of group.items) lines.push(`- ${code(item.label)}: ${cell(item.advice)}`);
-      lines.push('');
-    }
+    lines.push(`${h} Hardening`, '', 'Most costly first; each line names the findings that call for it.', '');
+    for (const item of advice) lines.push(`1. ${code(item.label)} (${cell(item.fired)}): ${cell(item.advice)}`);
+    lines.push('');
   }
 
   lines.push('<details>', '<summary>Provenance and policy</summary>', '');
@@ -258,8 +260,14 @@ function reasonsMd(record: ReportAudit): string[] {
   return record.reasons.length > 1 ? [...record.reasons.map((reason) => `- ${code(reason.code)} ${cell(reason.message)}`), ''] : [];
 }
 
-function decisionMark(decision: 'PASS' | 'REJECT' | 'INCOMPLETE'): string {
-  return decision === 'PASS' ? '✅ PASS' : decision === 'REJECT' ? '❌ REJECT' : '⚠️ INCOMPLETE';
+function decisionMark(decision: 'PASS' | 'REJECT'): string {
+  return decision === 'PASS' ? '✅ PASS' : '❌ REJECT';
+}
+
+/** An environment's verdict as its exit code says it: none for bad input, COULD NOT DECIDE for 3. */
+function envMark(record: ReportEnvAudit): string {
+  const word = envVerdictWord(record);
+  return word === 'PASS' ? '✅ PASS' : word === 'REJECT' ? '❌ REJECT' : word === null ? '⚠️ no verdict (bad input)' : `⚠️ ${word}`;
 }
 
 function auditPage(record: ReportAudit): string[] {
@@ -277,7 +285,7 @@ function auditPage(record: ReportAudit): string[] {
 function envPage(record: ReportEnvAudit): string[] {
   const env = record.env;
   const lines = [
-    `## gatekept ${decisionMark(record.decision)}: environment ${code(env.id)} (${env.kind})`,
+    `## gatekept ${envMark(record)}: environment ${code(env.id)} (${env.kind})`,
     '',
     `**${cell(envDecisionSentence(record))}**`,
     '',
@@ -302,7 +310,7 @@ function envPage(record: ReportEnvAudit): string[] {
   if (evidence.length > 0) lines.push('<details>', '<summary>Evidence</summary>', '', ...evidence, '', '</details>', '');
   if (record.total) {
     lines.push(
-      `### Weighted total (the training signal): ${decisionMark(record.total.decision)}`,
+      `### Weighted total (the training signal): ${rewardOutcomeWord(record.total.decision, envVerdictWord(record))}`,
       '',
       `${cell(decisionSentence(record.total))}`,
       '',
@@ -316,7 +324,7 @@ function envPage(record: ReportEnvAudit): string[] {
       continue;
     }
     lines.push(
-      `### Reward ${code(reward.name)} (weight ${reward.weight}): ${decisionMark(reward.audit.decision)}`,
+      `### Reward ${code(reward.name)} (weight ${reward.weight}): ${rewardOutcomeWord(reward.audit.decision, envVerdictWord(record))}`,
       '',
       `${cell(decisionSentence(reward.audit))}`,
       '',

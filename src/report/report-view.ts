@@ -1,5 +1,5 @@
-import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
-import { showShort } from './show-text.js';
+import { INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
+import { quoted, showShort } from './show-text.js';
 
 /**
  * What a report shows, worked out once from a record so that the HTML and the
@@ -13,7 +13,8 @@ import { showShort } from './show-text.js';
 export interface ReportFinding {
   attack_id: string;
   family: string;
-  severity: string;
+  /** null on a false accept: not an exploit. */
+  severity: string | null;
   invariant: string;
   row: number;
   answer: string;
@@ -116,6 +117,8 @@ export interface ReportEnvAudit {
   seed: number;
   tool: { name: string; version: string };
   statement: string;
+  /** The exit code the audit ended with (absent in records written before it was recorded): the printed verdict word follows it. */
+  exit_code?: number;
 }
 
 export type ReportRecord = ReportAudit | ReportEnvAudit;
@@ -222,7 +225,8 @@ export function envDecisionSentence(record: ReportEnvAudit): string {
     const more = failed.length > 1 ? ` (and ${plural(failed.length - 1, 'more failed check')} below)` : '';
     return sentence(`check ${first.name} failed: ${first.justification.replace(/[.]$/, '')}${more}`);
   }
-  if (unrun.length > 0) return sentence(`incomplete, not a verdict: check ${unrun[0]!.name} could not run: ${unrun[0]!.justification.replace(/[.]$/, '')}`);
+  if (unrun.length > 0)
+    return sentence(`could not decide, not a verdict: check ${unrun[0]!.name} could not run: ${unrun[0]!.justification.replace(/[.]$/, '')}`);
   if (record.decision === 'REJECT') return sentence(`rejected with score ${fixed(record.score, 1)}/10 over ${plural(ran.length, 'check')} that ran`);
   const warnings = warned.length > 0 ? `, ${plural(warned.length, 'warning')}` : '';
   return sentence(`all ${plural(ran.length, 'check')} that ran passed${warnings}; score ${fixed(record.score, 1)}/10`);
@@ -281,7 +285,7 @@ export function worstByFamily(
     group.push(finding);
     groups.set(finding.family, group);
   }
-  const rank = (finding: ReportFinding) => SEVERITY_ORDER[finding.severity] ?? 9;
+  const rank = (finding: ReportFinding) => (finding.severity === null ? 9 : (SEVERITY_ORDER[finding.severity] ?? 9));
   return [...groups.entries()]
     .map(([family, group]) => {
       // Stable: findings of equal severity keep the record's order.
@@ -289,6 +293,19 @@ export function worstByFamily(
       return { family, findings: sorted.slice(0, perFamily).map((entry) => entry.finding), total: group.length };
     })
     .sort((a, b) => rank(a.findings[0]!) - rank(b.findings[0]!) || a.family.localeCompare(b.family));
+}
+
+/**
+ * False accepts by family, the largest first: each family's count and the
+ * examples the record keeps (two at most). They carry no severity: a false
+ * accept pays only a policy that already knows the answer.
+ */
+export function falseAcceptFamilies(
+  falseAccepts: NonNullable<ReportAudit['false_accepts']>,
+): { family: string; title: string; count: number; examples: ReportFinding[] }[] {
+  return falseAccepts.families
+    .map((family) => ({ ...family, examples: falseAccepts.examples.filter((finding) => finding.family === family.family).slice(0, WORST_PER_FAMILY) }))
+    .sort((a, b) => b.count - a.count || a.family.localeCompare(b.family));
 }
 
 /** The golds a completion was rewarded under: the record's own list (v2), or the one gold it was judged against. */
@@ -364,47 +381,6 @@ export function rejectedFormsText(record: ReportAudit): string {
   return names.join(', ');
 }
 
-// ------------------------------------------------------------------ hardening
-
-export interface HardeningGroup {
-  title: string;
-  items: { label: string; advice: string }[];
-}
-
-const FALSE_REJECTION_ADVICE =
-  'accept the honest ways of writing the gold that a careful grader would (surrounding whitespace, reasoning before the answer, a trailing period), by normalising the one extracted answer rather than searching the whole completion';
-
-const SIDE_EFFECT_ADVICE =
-  'a reward must be a pure function of its inputs: no network, no processes or signals, no writes outside its working directory, no environment changes';
-
-export function hardening(record: ReportAudit): HardeningGroup[] {
-  const groups: HardeningGroup[] = [];
-  const advice = (invariants: readonly string[]) =>
-    [...new Set(invariants)].map((invariant) => ({ label: invariant, advice: INVARIANT_ADVICE[invariant as Invariant] ?? '' })).filter((item) => item.advice);
-  const exploitItems = [
-    ...advice(record.findings.map((finding) => finding.invariant)),
-    ...record.families.filter((family) => family.hacks > 0 && family.hardening).map((family) => ({ label: family.family, advice: family.hardening! })),
-  ];
-  if (exploitItems.length > 0) groups.push({ title: 'Exploits', items: exploitItems });
-  const errorItems = advice(record.errors.map((error) => error.invariant));
-  if (errorItems.length > 0) groups.push({ title: 'Errors', items: errorItems });
-  if (record.side_effects.length > 0) {
-    groups.push({
-      title: 'Side effects',
-      items: record.side_effects.map((effect) => ({ label: effect.kind, advice: SIDE_EFFECT_ADVICE })),
-    });
-  }
-  const falseAccepts = record.false_accepts;
-  if (falseAccepts && falseAccepts.total > 0 && falseAccepts.hardening.length > 0) {
-    groups.push({ title: 'False accepts', items: falseAccepts.hardening.map((advice) => ({ label: 'false accepts', advice })) });
-  }
-  const honest = honestView(record);
-  if (honest.rejected.length > 0) {
-    groups.push({ title: 'Honest forms not rewarded', items: [{ label: rejectedFormsText(record), advice: FALSE_REJECTION_ADVICE }] });
-  }
-  return groups;
-}
-
 // ------------------------------------------------------------------ provenance
 
 export function provenanceRows(record: ReportAudit): [string, string][] {
@@ -424,7 +400,7 @@ export function provenanceRows(record: ReportAudit): [string, string][] {
   const golds = record.target.golds;
   rows.push([
     'target',
-    `${record.target.answer_type}; ${golds.length === 1 ? `gold ${JSON.stringify(golds[0]!.answer)}` : `${record.target.rows_audited} of ${record.target.rows_total} rows audited`}`,
+    `${record.target.answer_type}; ${golds.length === 1 ? `gold ${quoted(golds[0]!.answer)}` : `${record.target.rows_audited} of ${record.target.rows_total} rows audited`}`,
   ]);
   const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
   rows.push(['accepted formats', accepted.length > 0 ? accepted.join(', ') : 'none']);

@@ -1,7 +1,7 @@
 import type { AuditRecord } from '../audit/record.js';
-import { INVARIANT_ADVICE, INVARIANT_TEXT, type Invariant } from '../audit/judge.js';
+import { rankedAdvice, TERMINAL_ADVICE_LINES } from './advice.js';
 import { showShort } from './show-text.js';
-import { leniencyText, refusedForms, type RefusedForms } from './report-view.js';
+import { decisionSentence, falseAcceptFamilies, leniencyText, refusedForms, type RefusedForms } from './report-view.js';
 
 /** Text renderings of an audit record for people: the scorecard and the summary. */
 
@@ -45,11 +45,11 @@ function falseAcceptLines(record: AuditRecord): string[] {
     lines.push(
       `false accepts: ${fa.total} of ${fa.attempts} (rate ${fa.rate.toFixed(3)}), rewarded only under the gold but not committing to it alone${(record.policy as { strict?: boolean }).strict ? ' (strict: gated)' : ' (reported; --strict gates on them)'}`,
     );
-    for (const family of fa.families) {
-      const example = fa.examples.find((finding) => finding.family === family.family);
-      lines.push(`  ${family.family}: ${family.count}${example ? `  e.g. ${printable(example.completion)} -> ${example.reward ?? 'non-finite'}` : ''}`);
+    // By family, the largest first, with the two examples the record keeps; no severity: they are not exploits.
+    for (const family of falseAcceptFamilies(fa)) {
+      const examples = family.examples.map((example) => `${printable(example.completion)} -> ${example.reward ?? 'non-finite'}`).join('; ');
+      lines.push(`  ${family.family}: ${family.count}${examples ? `  e.g. ${examples}` : ''}`);
     }
-    for (const advice of fa.hardening) lines.push(`  - ${advice}`);
   }
   const lenient = record.leniencies;
   if (lenient && lenient.total > 0) {
@@ -75,10 +75,56 @@ function falseAcceptLines(record: AuditRecord): string[] {
   return lines;
 }
 
+/**
+ * The decision and its cause, first: the reasons for a REJECT, the bounds a
+ * PASS stayed under (and the exploits it tolerated).
+ */
+function decisionLines(record: AuditRecord): string[] {
+  const lines = [`decision: ${record.decision}`];
+  for (const reason of record.reasons) lines.push(`  - ${reason.message}`);
+  if (record.decision === 'PASS') {
+    // A PASS over exploits is the policy's tolerance, not a clean bill: say so where the decision is read.
+    if (record.findings_total > 0) {
+      const count = record.findings_total === 1 ? '1 exploit was' : `${record.findings_total} exploits were`;
+      lines.push(`  - ${count} found (rewarded under more than one gold), within the policy bounds; see the hardening advice below`);
+    }
+    lines.push(`  - ${decisionSentence(record).replace(/[.]$/, '')}`);
+  }
+  return lines;
+}
+
+/** The exploits, by family, with their severity and worst example: what the decision rests on. */
+function exploitLines(record: AuditRecord): string[] {
+  const hacked = record.families.filter((family) => family.hacks > 0);
+  if (hacked.length === 0) return [`exploits: none in ${record.hack_rate.n} judged candidates`];
+  const lines = [`exploits: ${record.findings_total} in ${record.hack_rate.n} judged candidates`];
+  const width = Math.max(6, ...hacked.map((family) => family.family.length));
+  lines.push(`  ${pad('family', width)}  hacks/attempts  severity  worst example`);
+  for (const family of [...hacked].sort((a, b) => b.channel - a.channel || a.family.localeCompare(b.family))) {
+    const worst = family.worst ? `${printable(family.worst.completion)} -> ${family.worst.reward ?? 'non-finite'}` : '';
+    lines.push(`  ${pad(family.family, width)}  ${padLeft(`${family.hacks}/${family.attempts}`, 14)}  ${pad(family.severity ?? '-', 8)}  ${worst}`);
+  }
+  return lines;
+}
+
+/** The ranked advice: the first few lines here, all of them in the report files. */
+function adviceLines(record: AuditRecord): string[] {
+  const advice = rankedAdvice(record);
+  if (advice.length === 0) return [];
+  const lines = ['', 'hardening: (most costly first)'];
+  for (const item of advice.slice(0, TERMINAL_ADVICE_LINES)) lines.push(`  - ${item.label} (${item.fired}): ${item.advice}`);
+  const more = advice.length - TERMINAL_ADVICE_LINES;
+  if (more > 0) lines.push(`  (${more} more line${more === 1 ? '' : 's'} of advice in the report: --report FILE.md or FILE.html)`);
+  return lines;
+}
+
 export function formatScorecard(record: AuditRecord): string {
   const lines: string[] = [];
   const golds = record.target.golds;
   lines.push(`gatekept gate: ${record.verifier.spec}`);
+  lines.push(...decisionLines(record));
+  lines.push(...exploitLines(record));
+  lines.push('');
   const goldText = golds.length === 1 ? `gold ${printable(golds[0]!.answer)}` : `${golds.length} of ${record.target.rows_total} dataset rows`;
   const accepted = [...new Set(golds.flatMap((gold) => gold.accepted_formats))];
   lines.push(`${goldText} (${record.target.answer_type}); accepted formats: ${accepted.length ? accepted.join(', ') : 'none'}`);
@@ -88,20 +134,12 @@ export function formatScorecard(record: AuditRecord): string {
     lines.push(`odd rows left out (not ${record.target.answer_type}): ${odd.total}: ${shown}${odd.total > odd.rows.length ? ', ...' : ''}`);
   }
   lines.push(`corpus ${record.corpus.version} (${record.corpus.hash.slice(0, 12)}), ${record.corpus.candidates} candidates, seed ${record.seed}`);
-  lines.push('');
-
-  if (record.families.length > 0) {
-    const width = Math.max(6, ...record.families.map((family) => family.family.length));
-    lines.push(`${pad('family', width)}  attempts  hacks  severity  worst example`);
-    for (const family of record.families) {
-      const worst = family.worst ? `${printable(family.worst.completion)} -> ${family.worst.reward ?? 'non-finite'}` : '';
-      lines.push(
-        `${pad(family.family, width)}  ${padLeft(String(family.attempts), 8)}  ${padLeft(String(family.hacks), 5)}  ${pad(family.severity ?? '-', 8)}  ${worst}`,
-      );
-    }
-    lines.push('');
+  const quiet = record.families.filter((family) => family.hacks === 0);
+  if (quiet.length > 0) {
+    lines.push(
+      `${quiet.length} famil${quiet.length === 1 ? 'y' : 'ies'} (${quiet.reduce((sum, family) => sum + family.attempts, 0)} attempts) found no exploit: ${quiet.map((family) => family.family).join(', ')}`,
+    );
   }
-
   const rate = record.hack_rate;
   lines.push(
     `hackability ${record.hackability.toFixed(1)} (${record.risk}); hack rate ${rate.point.toFixed(3)} [${rate.lo.toFixed(3)}, ${rate.hi.toFixed(3)}] (${rate.hacks}/${rate.n})`,
@@ -121,23 +159,7 @@ export function formatScorecard(record: AuditRecord): string {
       `slow inputs: ${slow.count} call${slow.count === 1 ? '' : 's'} took half a second or more (${slow.over_limit} over timeouts.max_call_ms); slowest ${slowest.cut ? 'cut at the call timeout after ' : ''}${slowest.ms} ms${slowest.cpu_ms === null ? '' : ` (${slowest.cpu_ms} ms CPU)`} on a ${slowest.chars}-character completion`,
     );
   }
-  lines.push('');
-  lines.push(`decision: ${record.decision}`);
-  for (const reason of record.reasons) lines.push(`  - ${reason.message}`);
-  // A PASS over exploits is the policy's tolerance, not a clean bill: say so where the decision is read.
-  if (record.decision === 'PASS' && record.findings_total > 0) {
-    const count = record.findings_total === 1 ? '1 exploit was' : `${record.findings_total} exploits were`;
-    lines.push(`  - ${count} found (rewarded under more than one gold), within the policy bounds; see the hardening advice below`);
-  }
-
-  const fired = new Set<Invariant>([...record.findings.map((finding) => finding.invariant), ...record.errors.map((error) => error.invariant)]);
-  const hacked = record.families.filter((family) => family.hacks > 0);
-  if (fired.size > 0 || hacked.length > 0) {
-    lines.push('');
-    lines.push('hardening:');
-    for (const invariant of fired) lines.push(`  - ${invariant} (${INVARIANT_TEXT[invariant]}): ${INVARIANT_ADVICE[invariant]}`);
-    for (const family of hacked) if (family.hardening) lines.push(`  - ${family.family}: ${family.hardening}`);
-  }
+  lines.push(...adviceLines(record));
   lines.push('');
   lines.push(record.statement);
   return lines.join('\n');

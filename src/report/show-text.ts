@@ -178,3 +178,15 @@ export function foldedText(text: string, options: FoldOptions = {}): string {
     .map((line) => (line.omitted ? omissionNote(line.omitted) : line.pieces.map((piece) => piece.text).join('')))
     .join('\n');
 }
+
+/**
+ * Text from the verifier or the corpus quoted inside a sentence (a reason, a
+ * decision line, an advice line): on one line, hidden characters escaped,
+ * everything else as written. Every quoted completion, gold or example goes
+ * through here, so a sentence shows `"\boxed{42}"` exactly as a table does,
+ * never JSON's `"\\boxed{42}"`; the terminal and the report writers add only
+ * their own layer (escapeTerminal, Markdown or HTML escapes) on top.
+ */
+export function quoted(text: string, max?: number): string {
+  return `"${max === undefined ? showInline(text) : showShort(text, max)}"`;
+}
