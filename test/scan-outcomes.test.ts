@@ -48,7 +48,7 @@ describe('gatekept scan decides, rejects, or says it cannot decide', () => {
   it('12 clean rollouts: exit 3, not enough rollouts to decide, no word of evidence', async () => {
     const run = await scanCli(await rollouts('short', 12), SOUND);
     expect(run.exitCode, run.stderr).toBe(3);
-    expect(run.stdout).toMatch(/^gatekept scan: UNDECIDED$/m);
+    expect(run.stdout).toMatch(/^gatekept scan: COULD NOT DECIDE$/m);
     expect(run.stdout).toMatch(/not enough rollouts to decide: 12 scanned, about \d+ needed to bound the exploit rate below 0\.05; 0 exploits found/);
     expect(run.stdout).not.toMatch(/evidence/);
     const json = await scanCli(await rollouts('short', 12), SOUND, ['--json']);

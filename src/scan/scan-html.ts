@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TEMPLATES_DIR } from '../paths.js';
 import { fold, omissionNote, type TextPiece } from '../report/show-text.js';
-import type { ScanRecord } from './scan-record.js';
+import { type ScanRecord, scanVerdictWord } from './scan-record.js';
 import { KIND_TEXT, SHOWN_KINDS } from './scan-report.js';
 
 /**
@@ -83,7 +83,7 @@ export function renderScanHtml(record: ScanRecord): string {
   const r = record.rollouts;
   const sections: string[] = [];
   sections.push(
-    `<section class="banner ${tone}"><div class="badge">${record.decision}</div><div><div class="kicker">gatekept scan · ${esc(record.source.layout)}</div><h1>${esc(record.source.file)}</h1>`,
+    `<section class="banner ${tone}"><div class="badge">${scanVerdictWord(record.decision)}</div><div><div class="kicker">gatekept scan · ${esc(record.source.layout)}</div><h1>${esc(record.source.file)}</h1>`,
     `<p class="reason" id="decision">exploit rate ${percent(rate.point)}, ${Math.round(rate.confidence * 100)}% interval up to ${percent(rate.hi)} against a bound of ${percent(rate.bound)}</p>`,
     record.reasons.length > 0 ? `<ul>${record.reasons.map((reason) => `<li><code>${reason.code}</code> ${esc(reason.message)}</li>`).join('')}</ul>` : '',
     `<p class="small muted">verifier ${esc(record.verifier.spec)} · isolation ${esc(record.verifier.isolation)}</p></div></section>`,
@@ -127,7 +127,7 @@ export function renderScanHtml(record: ScanRecord): string {
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
-    `<title>gatekept scan: ${record.decision}</title>`,
+    `<title>gatekept scan: ${scanVerdictWord(record.decision)}</title>`,
     `<style>\n${css}</style>`,
     '</head>',
     `<body><main>${sections.join('\n')}</main></body>`,

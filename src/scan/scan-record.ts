@@ -24,6 +24,11 @@ export const SCAN_SCHEMA = 'gatekept.scan/v1';
 
 /** PASS and REJECT are verdicts; UNDECIDED says the rollouts were too few to reach one. */
 export const SCAN_DECISIONS = ['PASS', 'REJECT', 'UNDECIDED'] as const;
+
+/** The word printed for a decision, the same as gate's and audit's: UNDECIDED reads COULD NOT DECIDE everywhere. */
+export function scanVerdictWord(decision: (typeof SCAN_DECISIONS)[number]): string {
+  return decision === 'UNDECIDED' ? 'COULD NOT DECIDE' : decision;
+}
 export type ScanDecision = (typeof SCAN_DECISIONS)[number];
 
 export interface ScanReason {
@@ -80,7 +85,7 @@ const PASS_STATEMENT =
 const REJECT_STATEMENT =
   'REJECT means the rollouts give evidence of reward hacking (or could not be judged): the exploits listed are completions the verifier pays whatever the answer is. Fix the verifier (gatekept gate shows how), then re-run the evaluation.';
 const UNDECIDED_STATEMENT =
-  'UNDECIDED means the rollouts are too few to bound the exploit rate below the policy bound: none of them is an exploit, and that says nothing yet either way. Scan a longer evaluation to decide.';
+  'COULD NOT DECIDE: the rollouts are too few to bound the exploit rate below the policy bound: none of them is an exploit, and that says nothing yet either way. Scan a longer evaluation to decide.';
 
 type Interval = Pick<ScanRecordInput['policy'], 'seed'> & { resamples: number; confidence: number };
 

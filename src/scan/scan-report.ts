@@ -1,7 +1,7 @@
 import { foldedText, showShort } from '../report/show-text.js';
 import { reportFormatFor, writeWhole } from '../report/render-report.js';
 import type { RolloutKind } from './classify.js';
-import type { ScanRecord } from './scan-record.js';
+import { type ScanRecord, scanVerdictWord } from './scan-record.js';
 import type { ScanExample } from './tally.js';
 
 /**
@@ -58,7 +58,7 @@ function alongLines(record: ScanRecord): string[] {
 }
 
 export function formatScanSummary(record: ScanRecord): string {
-  const lines = [`gatekept scan: ${record.decision}`, `  ${countsLine(record)}`, `  ${rateLine(record)}`];
+  const lines = [`gatekept scan: ${scanVerdictWord(record.decision)}`, `  ${countsLine(record)}`, `  ${rateLine(record)}`];
   if (record.shapes.length > 0) {
     lines.push('', '  shape                   rollouts  exploits  false accepts');
     for (const shape of record.shapes)
@@ -91,7 +91,7 @@ const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g,
 
 export function renderScanMarkdown(record: ScanRecord): string {
   const out = [
-    `# gatekept scan: ${record.decision}`,
+    `# gatekept scan: ${scanVerdictWord(record.decision)}`,
     '',
     `**${rateLine(record)}**`,
     '',
