@@ -188,7 +188,7 @@ describe('verifiers 0.4 environments', () => {
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/report written to .*env-report\.md/);
     const text = await readFile(markdown, 'utf8');
-    expect(text).toMatch(/REJECT/);
+    expect(text).toMatch(/no verdict \(bad input\)/);
     expect(text).toMatch(/\| `integrity` \| \*\*FAIL\*\*/);
     const bad = await cliInProcess(['audit', '--env', path.join(ENVS, 'v1-broken'), '--python', V1(), '--report', path.join(scratch, 'env-report.txt')]);
     expect(bad.exitCode).toBe(2);

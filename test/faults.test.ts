@@ -145,9 +145,9 @@ describe('misbehaving verifiers are rejected (exit 1)', () => {
     // side effects
     ['env-change', /side effects: env_changed .*GATEKEPT_FAULT_ENV/],
     // what it returns
-    ['returns-nan', /non-finite-reward \(returned NaN or an infinite reward\)/],
-    ['returns-inf', /non-finite-reward \(returned NaN or an infinite reward\)/],
-    ['returns-huge', /non-finite-reward \(returned NaN or an infinite reward\)/],
+    ['returns-nan', /non-finite-reward.*reject non-finite values with math\.isfinite/],
+    ['returns-inf', /non-finite-reward.*reject non-finite values with math\.isfinite/],
+    ['returns-huge', /non-finite-reward.*reject non-finite values with math\.isfinite/],
     ['returns-none', /unauditable: the verifier returned a non-number on \d+ attack candidates/],
     ['returns-string', /unauditable: the verifier returned a non-number on \d+ attack candidates/],
     ['returns-list', /unauditable: the verifier returned a non-number on \d+ attack candidates/],

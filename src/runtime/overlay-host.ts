@@ -3,7 +3,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { liveDirRegistry } from './cleanup.js';
-import { makeWorkDir } from './stale-dirs.js';
+import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
 
 /**
  * One mount namespace per gatekept process that holds the overlays every
@@ -16,12 +16,17 @@ import { makeWorkDir } from './stale-dirs.js';
  * process that only waits on a pipe from gatekept, so it goes when gatekept
  * goes, however it ends; launches enter it (`nsenter`) and start bubblewrap
  * there. Overlays are mounted the first time a launch needs a directory,
- * and a launch waits until they are.
+ * and a launch waits until they are. It lives while a process launched in
+ * it does: when the last one ends, it ends and its directory goes, so a
+ * library call leaves nothing behind when it returns.
  */
 export class OverlayHost {
   private readonly staged = new Map<string, number>();
   private readonly mounting = new Map<number, Promise<void>>();
   private pending: number[] = [];
+  /** Processes launched in it (or about to be) that are still running. */
+  private users = 0;
+  private closed = false;
 
   private constructor(
     private readonly holder: ChildProcess,
@@ -71,7 +76,32 @@ export class OverlayHost {
   }
 
   get alive(): boolean {
-    return this.holder.exitCode === null && this.holder.signalCode === null;
+    return !this.closed && this.holder.exitCode === null && this.holder.signalCode === null;
+  }
+
+  /** Keep it while a launch uses it; the function returned lets go, once. */
+  acquire(): () => void {
+    this.users += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.users -= 1;
+      if (this.users === 0) this.close();
+    };
+  }
+
+  private close(): void {
+    this.closed = true;
+    forget(this);
+    this.holder.kill('SIGKILL');
+    // The mounts live in the holder's namespace only: here the directory holds links and empty directories.
+    try {
+      removeWorkDirSync(this.dir);
+      liveDirRegistry().delete(this.dir);
+    } catch {
+      // left registered: the exit hook or the next run's sweep takes it
+    }
   }
 
   /** Where the overlay of `source` is mounted; the first time, staged to be mounted before the launch. */
@@ -145,6 +175,13 @@ function fstabPath(entry: string): string {
 
 let host: Promise<OverlayHost> | null = null;
 let opened: OverlayHost | null = null;
+
+function forget(closing: OverlayHost): void {
+  if (opened === closing) {
+    opened = null;
+    host = null;
+  }
+}
 
 /** This process's overlay namespace, started on first use and again if it died. */
 export async function overlayHost(unshare: string, nsenter: string): Promise<OverlayHost> {

@@ -5,7 +5,7 @@ import type { Readable, Writable } from 'node:stream';
 import { GatekeptError } from '../errors.js';
 import { registerGroup, releaseGroup, killGroup } from './cleanup.js';
 import { escapeControl } from './escape-control.js';
-import { bwrapCommand, SECCOMP_FD, type Sandbox, type SandboxLayout } from './sandbox.js';
+import { bwrapCommand, type BwrapLaunch, SECCOMP_FD, type Sandbox, type SandboxLayout } from './sandbox.js';
 
 /**
  * The one way gatekept runs a Python process of its own (the verifier
@@ -167,6 +167,18 @@ export class PythonProcess {
     // bubblewrap reads its seccomp filter from fd SECCOMP_FD and closes it.
     // Our copy is opened close-on-exec and closed as soon as the child exists
     // (spawn returns after the exec), so no other process inherits it.
+    try {
+      const started = await PythonProcess.spawnLaunched(options, launch);
+      // The overlay namespace it was launched in is kept while it runs.
+      if ('release' in launch && launch.release) void started.exited.then(launch.release);
+      return started;
+    } catch (error) {
+      if ('release' in launch) launch.release?.();
+      throw error;
+    }
+  }
+
+  private static async spawnLaunched(options: PythonProcessOptions, launch: BwrapLaunch): Promise<PythonProcess> {
     const seccomp = launch.seccompFile === null ? null : openSync(launch.seccompFile, 'r');
     const stdio: ('pipe' | 'ignore' | number)[] = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'];
     if (options.protocol) stdio.push('pipe', 'pipe');

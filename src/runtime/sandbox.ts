@@ -219,10 +219,15 @@ async function overlaysWork(tools: OverlayTools, bwrap: string, withoutDisableUs
     const host = await overlayHost(tools.unshare, tools.nsenter);
     const source = path.join(host.dir, 'probe');
     mkdirSync(source, { recursive: true });
-    const staged = host.stagedPath(source);
-    await host.ready([source]);
-    const launch = host.launch(bwrap, [...baseArgs(withoutDisableUserns), '--ro-bind', staged, source, '--', '/bin/sh', '-c', 'exit 0']);
-    return (await run(launch.command, launch.args)).ok;
+    const release = host.acquire();
+    try {
+      const staged = host.stagedPath(source);
+      await host.ready([source]);
+      const launch = host.launch(bwrap, [...baseArgs(withoutDisableUserns), '--ro-bind', staged, source, '--', '/bin/sh', '-c', 'exit 0']);
+      return (await run(launch.command, launch.args)).ok;
+    } finally {
+      release();
+    }
   } catch {
     return false;
   }
@@ -459,6 +464,8 @@ export interface BwrapLaunch {
   args: string[];
   /** A file holding the seccomp program, to be opened and passed as fd SECCOMP_FD; null when there is no filter. */
   seccompFile: string | null;
+  /** Call when the process has ended (or never started): the overlay namespace it was launched in may go. */
+  release?: () => void;
 }
 
 /** Write the filter into the scratch directory, whole: a concurrent launch reading the previous copy keeps its own inode. */
@@ -483,6 +490,7 @@ export async function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, comm
   if (sandbox.kind !== 'bwrap' || !sandbox.bwrap) return { command, args: [...args], seccompFile: null };
   const tools = sandbox.overlays ? (sandbox.overlayTools ?? null) : null;
   const host = tools ? await overlayHost(tools.unshare, tools.nsenter) : null;
+  const release = host?.acquire();
   const argv = baseArgs(sandbox.withoutDisableUserns ?? false);
   argv.push(...accountFiles(layout.scratch));
   argv.push('--size', String(HOME_TMPFS_BYTES), '--tmpfs', SANDBOX_HOME);
@@ -502,7 +510,12 @@ export async function bwrapCommand(sandbox: Sandbox, layout: SandboxLayout, comm
   const seccompFile = sandbox.filterRefused ? null : writeSeccompFile(layout.scratch, host !== null);
   if (seccompFile) argv.push('--seccomp', String(SECCOMP_FD));
   argv.push('--chdir', SANDBOX_HOME, '--', command, ...args.map((arg) => scripts.renamed.get(arg) ?? arg));
-  if (!host) return { command: sandbox.bwrap, args: argv, seccompFile };
-  await host.ready(binds.overlaid);
-  return { ...host.launch(sandbox.bwrap, argv), seccompFile };
+  if (!host || !release) return { command: sandbox.bwrap, args: argv, seccompFile };
+  try {
+    await host.ready(binds.overlaid);
+  } catch (error) {
+    release();
+    throw error;
+  }
+  return { ...host.launch(sandbox.bwrap, argv), seccompFile, release };
 }
