@@ -214,6 +214,28 @@ class _Supervisor(object):
             _real_exit(128 + number)
         _real_exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
+    def reply_pipe_closed(self):
+        """The worker's reply pipe has no writer left. A worker that exited
+        closed it: die as it died. One still running closed it or put
+        something else on it (a verifier that dup2s /dev/null over it): it
+        can never answer again, so it is killed now rather than waited for,
+        and gatekept is told, which ends the audit as could not audit."""
+        try:
+            # Looked at, not reaped: exit_like_worker reads its status.
+            exited = os.waitid(os.P_PID, self.worker, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except OSError:
+            exited = True
+        if exited:
+            self.exit_like_worker()
+        try:
+            _kill(self.worker, signal.SIGKILL)
+        except OSError:
+            pass
+        message = "the verifier closed or replaced the descriptor its answers go out on, so they could go nowhere"
+        _send_supervised(_encode_reply({"op": "error", "message": message}))
+        self.clear_out()
+        _real_exit(3)
+
     def pass_unsent(self):
         """The worker is dead: pass on the complete replies it still held,
         after everything it wrote to the pipe (see _Outbox)."""
@@ -428,14 +450,7 @@ class _Supervisor(object):
                     except OSError:
                         chunk = b""
                     if not chunk:
-                        # A worker that closed its reply pipe (a verifier
-                        # that put /dev/null on it) can never answer again:
-                        # it is ended now, not waited for.
-                        try:
-                            _kill(self.worker, signal.SIGKILL)
-                        except OSError:
-                            pass
-                        self.exit_like_worker()
+                        self.reply_pipe_closed()
                     self.take(chunk)
                 elif fd == worker_fd:
                     self.drain_and_exit()

@@ -85,7 +85,7 @@ describe('a taskset or dataset larger than the loader reads', () => {
     );
     expect(health.evidence).toMatchObject({ rows: 20, rows_cap: { limit: 20, unbounded: true } });
     expect(check(record, 'integrity').justification).toMatch(/the first 20 rows read with prompts and answers/);
-    expect(formatEnvScorecard(record).split('\n')[1]).toBe(
+    expect(formatEnvScorecard(record).split('\n')[2]).toBe(
       `read the first 20 rows; the taskset is unbounded (it generates rows without end); the checks cover those rows; 1 gated; seed ${record.seed}`,
     );
   });

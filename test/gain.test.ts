@@ -184,6 +184,6 @@ describe('the decision with leniencies', () => {
     expect(decide({ ...clean, leniencies }).decision).toBe('PASS');
     const strict = decide({ ...clean, leniencies, policy: { ...DEFAULT_POLICY, strict: true } });
     expect(strict.reasons.map((reason) => reason.code)).toEqual(['LENIENCIES']);
-    expect(strict.reasons[0]!.message).toContain('"\\\\boxed{72%}", paid under "72" and "0.72": one stated quantity read two ways');
+    expect(strict.reasons[0]!.message).toContain('"\\boxed{72%}", paid under "72" and "0.72": one stated quantity read two ways');
   });
 });

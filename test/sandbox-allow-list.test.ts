@@ -178,7 +178,7 @@ describe.skipIf(!HAS_BWRAP)('the sandbox binds in only what it is given', () => 
 
   it('a verifier that puts /dev/null on its reply descriptor at import ends the gate at once as could not audit', async () => {
     const run = await gate('null_reply');
-    expect(run.stderr).toMatch(/HARNESS_FAILED/);
+    expect(run.stderr).toMatch(/closed or replaced the descriptor its answers go out on/);
     expect(run.stderr).not.toMatch(/VERIFIER_IMPORT_TIMEOUT/);
     expect(run.exitCode, run.stderr).toBe(3);
   });
@@ -235,7 +235,7 @@ describe.skipIf(!HAS_BWRAP)('the record names only what gatekept saw for itself'
   it('a verifier that points its reply descriptor at /dev/null ends the gate as could not audit (exit 3), never a hang or a verdict', async () => {
     const run = await gate('silence_replies');
     expect(run.exitCode, run.stderr).toBe(3);
-    expect(run.stderr).toMatch(/ended its process or closed or replaced its descriptors/);
+    expect(run.stderr).toMatch(/ended its process or closed or replaced its descriptors|closed or replaced the descriptor its answers go out on/);
     expect(run.stdout).not.toMatch(/"decision"/);
   });
 
