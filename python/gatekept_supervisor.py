@@ -220,12 +220,7 @@ class _Supervisor(object):
         something else on it (a verifier that dup2s /dev/null over it): it
         can never answer again, so it is killed now rather than waited for,
         and gatekept is told, which ends the audit as could not audit."""
-        try:
-            # Looked at, not reaped: exit_like_worker reads its status.
-            exited = os.waitid(os.P_PID, self.worker, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-        except OSError:
-            exited = True
-        if exited:
+        if self.worker_exits_within(REPLY_CLOSED_GRACE_S):
             self.exit_like_worker()
         try:
             _kill(self.worker, signal.SIGKILL)
@@ -235,6 +230,21 @@ class _Supervisor(object):
         _send_supervised(_encode_reply({"op": "error", "message": message}))
         self.clear_out()
         _real_exit(3)
+
+    def worker_exits_within(self, seconds):
+        """Whether the worker exits within `seconds`: a dying process closes
+        its pipes a moment before it can be waited for. Looked at, not
+        reaped: exit_like_worker reads its status."""
+        deadline = _perf_counter() + seconds
+        while True:
+            try:
+                if os.waitid(os.P_PID, self.worker, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+            except OSError:
+                return True
+            if _perf_counter() >= deadline:
+                return False
+            time.sleep(0.005)
 
     def pass_unsent(self):
         """The worker is dead: pass on the complete replies it still held,
@@ -457,6 +467,9 @@ class _Supervisor(object):
 
 
 WARM_UP_POLL_MS = 100
+# How long a worker whose reply pipe closed may take to exit before it is
+# taken to have closed the pipe itself.
+REPLY_CLOSED_GRACE_S = 1.0
 
 
 def _rejoin_as_worker(first_line, region, supervisor, ends, others):
