@@ -14,6 +14,17 @@ def _observation_fields(message):
     return data if isinstance(data, dict) else {}, observation if isinstance(observation, dict) else {}
 
 
+def _exchange(ws, message, timeout):
+    ws.send(json.dumps(message))
+    return json.loads(ws.recv(timeout=timeout))
+
+
+def _summary(reply):
+    """What the host judges of a reply to reset or step."""
+    data, observation = _observation_fields(reply)
+    return {"type": reply.get("type"), "keys": sorted(observation), "done": data.get("done"), "reward": data.get("reward")}
+
+
 def play_episodes(url, timeout, probes):
     """Each probe as one episode (reset to its row, one step with its
     completion) over one WebSocket session, as a trainer plays them."""
@@ -24,31 +35,20 @@ def play_episodes(url, timeout, probes):
         for probe in probes:
             result = {"reset": None, "step": None, "error": None}
             try:
-                ws.send(json.dumps({"type": "reset", "data": {"index": probe["row"]}}))
-                reset = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(reset)
+                reset = _exchange(ws, {"type": "reset", "data": {"index": probe["row"]}}, timeout)
+                observation = _observation_fields(reset)[1]
                 result["reset"] = {
-                    "type": reset.get("type"),
-                    "keys": sorted(observation),
+                    **_summary(reset),
                     "question": observation.get("question"),
                     "row_index": observation.get("row_index"),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
                     "message": (reset.get("data") or {}).get("message") if reset.get("type") == "error" else None,
                 }
                 if reset.get("type") != "observation":
                     result["error"] = "reset answered %s" % json.dumps(reset)[:400]
                     results.append(result)
                     continue
-                ws.send(json.dumps({"type": "step", "data": {"answer": probe["completion"]}}))
-                step = json.loads(ws.recv(timeout=timeout))
-                data, observation = _observation_fields(step)
-                result["step"] = {
-                    "type": step.get("type"),
-                    "keys": sorted(observation),
-                    "done": data.get("done"),
-                    "reward": data.get("reward"),
-                }
+                step = _exchange(ws, {"type": "step", "data": {"answer": probe["completion"]}}, timeout)
+                result["step"] = _summary(step)
                 if step.get("type") != "observation":
                     result["error"] = "step answered %s" % json.dumps(step)[:400]
             except TimeoutError:
