@@ -53,6 +53,12 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   const copied = path.join(scratch, `run-${dead}-Copy01`);
   await mkdir(path.join(copied, 'home'), { recursive: true });
   await writeFile(path.join(copied, '.gatekept-work-dir'), `gatekept work directory of process ${process.pid}\n`);
+  // A run killed between making its directory and marking it leaves it empty.
+  const unmarkedEmpty = path.join(scratch, `run-${dead}-Empty1`);
+  await mkdir(unmarkedEmpty);
+  // Empty, but the name's pid still runs: not a leftover.
+  const liveEmpty = path.join(scratch, `run-${process.ppid}-Empty2`);
+  await mkdir(liveEmpty);
   const { makeWorkDir, workDirsSwept } = await import('../src/runtime/stale-dirs.js');
   const registry = new Set<string>();
   const dir = await makeWorkDir(registry);
@@ -68,6 +74,8 @@ it('names a working directory without gatekept, and sweeps only the leftovers of
   expect(await readFile(path.join(lookalike, 'home', 'canary'), 'utf8')).toBe('keep me');
   expect((await readdir(scratchLike)).sort()).toEqual(['app', 'empty', 'group', 'init-cmdline', 'passwd']);
   expect(existsSync(copied)).toBe(true);
+  expect(existsSync(unmarkedEmpty)).toBe(false);
+  expect(existsSync(liveEmpty)).toBe(true);
 });
 
 /**

@@ -121,7 +121,7 @@ function randomSuffix(): string {
  * naming gatekept and the creator's pid, does. It is written before anything
  * else goes in and removed only once everything else is gone, so a run
  * killed at any point leaves either a marked directory, which the next
- * sweep finishes, or an empty one.
+ * sweep finishes, or an empty one, which it removes with rmdir.
  */
 const WORK_DIR_PATTERN = /^run-(\d+)-[A-Za-z0-9]{6}$/;
 const WORK_DIR_MARKER = '.gatekept-work-dir';
@@ -208,8 +208,11 @@ export function workDirsSwept(): Promise<void> {
 export function sweepWorkDirs(parent: string): Promise<string[]> {
   return removeStaleDirs(parent, WORK_DIR_PATTERN, async (entry) => {
     const pid = Number(WORK_DIR_PATTERN.exec(path.basename(entry))?.[1]);
-    if (!(await isOurWorkDir(entry, pid))) throw new Error('not a work directory of ours');
-    await removeWorkDir(entry);
+    if (await isOurWorkDir(entry, pid)) return removeWorkDir(entry);
+    // Unmarked: a run killed between making the directory and marking it,
+    // or between unmarking and removing it, leaves it empty. rmdir removes
+    // only an empty directory, so another program's content is never touched.
+    await rmdir(entry);
   });
 }
 
