@@ -2,7 +2,8 @@
  * Regenerate the terminal examples in docs/examples/: the built CLI
  * (bin/gatekept.js, so `npm run build` first) run on bundled fixtures, three
  * cases for each of `gate`, `scan` and `audit --env` (a sound one, a
- * gameable one and one that cannot be decided), each written as its command
+ * gameable one and one that cannot be decided, plus one of bad input for
+ * `audit --env`), each written as its command
  * line, what it printed on stdout and stderr, and its exit code.
  *
  * The text is made stable: the repository's path reads `<repo>`, the home
@@ -34,7 +35,7 @@ const COMMANDS: readonly Command[] = ['gate', 'scan', 'audit-env'];
 
 interface Case {
   command: Command;
-  name: 'sound' | 'gameable' | 'undecided';
+  name: 'sound' | 'gameable' | 'undecided' | 'bad-input';
   what: string;
   args: string[];
   /** A venv of scripts/setup-python-env.sh the case runs in, passed as --python. */
@@ -57,8 +58,8 @@ const CASES: readonly Case[] = [
   {
     command: 'gate',
     name: 'undecided',
-    what: 'a verifier that returns None: it cannot be audited, so it is rejected as broken',
-    args: ['gate', '--reward', 'examples/verifiers/returns-none.py:reward', '--answer', '42'],
+    what: 'a verifier whose import takes longer than its policy allows: the audit cannot finish, so nothing is decided (COULD NOT DECIDE)',
+    args: ['gate', '--reward', 'examples/undecided/slow-import.py:reward', '--answer', '42', '--policy', 'examples/undecided/policy.toml'],
   },
   {
     command: 'scan',
@@ -75,7 +76,7 @@ const CASES: readonly Case[] = [
   {
     command: 'scan',
     name: 'undecided',
-    what: '12 clean rollouts: no exploit, but too few to clear the bound (REJECT)',
+    what: '12 clean rollouts: no exploit, but too few to bound the exploit rate (COULD NOT DECIDE)',
     args: ['scan', '--results', 'examples/rollouts/short.jsonl', '--reward', 'examples/verifiers/strict.py:reward'],
   },
   {
@@ -95,7 +96,14 @@ const CASES: readonly Case[] = [
   {
     command: 'audit-env',
     name: 'undecided',
-    what: 'an environment that does not load (it imports a package that is not installed): nothing to gate',
+    what: 'the sound environment with an evaluation of 12 rollouts: too few to judge the reward distribution (COULD NOT DECIDE)',
+    args: ['audit', '--env', 'test/fixtures/envs/v0-sound', '--rows', '1', '--sandbox', 'auto', '--results', 'test/fixtures/envs/short-results.jsonl'],
+    venv: 'verifiers-v0',
+  },
+  {
+    command: 'audit-env',
+    name: 'bad-input',
+    what: 'an environment that does not load (it imports a package that is not installed): no verdict (bad input)',
     args: ['audit', '--env', 'test/fixtures/envs/v0-broken', '--rows', '1', '--sandbox', 'auto'],
     venv: 'verifiers-v0',
   },

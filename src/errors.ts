@@ -84,6 +84,17 @@ export function formatError(error: unknown): string {
   return `internal error: ${message}\n  this is a bug in gatekept; please report it with the command you ran.`;
 }
 
+/**
+ * The closing line of a run that ended in an error: the same three words as
+ * every verdict (PASS, REJECT, COULD NOT DECIDE), so the word a person reads
+ * is the exit code's. Bad input has no verdict at all.
+ */
+export function outcomeLine(exitCode: ExitCode): string {
+  return exitCode === EXIT.internal
+    ? 'COULD NOT DECIDE (exit 3): the audit did not finish, so it says nothing either way about the verifier; see the error above.'
+    : 'no verdict (bad input, exit 2): fix what the error names and run again.';
+}
+
 export function exitCodeFor(error: unknown): ExitCode {
   return isGatekeptError(error) ? error.exitCode : EXIT.internal;
 }

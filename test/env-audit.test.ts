@@ -335,14 +335,17 @@ describe('the checks as pure functions', () => {
     expect((health.evidence.near_duplicates as { row: number; other: number }[])[0]).toMatchObject({ row: 7, other: 1 });
   });
 
-  it('reward distribution: too few, identical and flat rewards fail; N/A without a file', async () => {
+  it('reward distribution: identical and flat rewards fail; too few cannot be judged; N/A without a file', async () => {
     expect(checkRewardDistribution(null).status).toBe('N/A');
     const samples = (values: number[]) => ({
       file: 'x',
       layout: 'verifiers-v0',
       samples: values.map((reward, i) => ({ line: i + 1, reward, malformed: false })),
     });
-    expect(checkRewardDistribution(samples([0, 1, 0, 1])).justification).toMatch(/fewer than 20/);
+    const few = checkRewardDistribution(samples([0, 1, 0, 1]));
+    expect(few.status).toBe('NOT_RUN');
+    expect(few.justification).toMatch(/^could not decide: 4 scored samples, fewer than the 20 needed/);
+    expect(checkRewardDistribution(samples([0, 0, 0])).status).toBe('NOT_RUN');
     expect(checkRewardDistribution(samples(Array(25).fill(0.5))).status).toBe('FAIL');
     expect(checkRewardDistribution(samples([...Array(24).fill(0.5), 0.51])).justification).toMatch(/standard deviation/);
     expect(checkRewardDistribution(samples(Array.from({ length: 30 }, (_, i) => i % 2))).status).toBe('PASS');

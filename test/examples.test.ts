@@ -51,9 +51,16 @@ describe('docs/examples', () => {
   it('each file holds the command line, stable placeholders for machine paths, and the exit code', async () => {
     const index = await readFile(path.join(PACKAGE_ROOT, 'docs', 'examples', 'README.md'), 'utf8');
     const names = [...index.matchAll(/\]\(([\w-]+\.txt)\)/g)].map((match) => match[1]!);
-    expect(names).toHaveLength(9);
+    expect(names).toHaveLength(10);
+    expect(names).toContain('audit-env-bad-input.txt');
+    // Each command's three outcomes, each with its own exit code.
+    const exits = { sound: 0, gameable: 1, undecided: 3 };
     for (const command of ['gate', 'scan', 'audit-env']) {
-      for (const name of ['sound', 'gameable', 'undecided']) expect(names).toContain(`${command}-${name}.txt`);
+      for (const [name, code] of Object.entries(exits)) {
+        expect(names).toContain(`${command}-${name}.txt`);
+        const text = await readFile(path.join(PACKAGE_ROOT, 'docs', 'examples', `${command}-${name}.txt`), 'utf8');
+        expect(text, `${command}-${name}`).toMatch(new RegExp(`\\n\\[exit ${code}\\]\\n$`));
+      }
     }
     for (const name of names) {
       const text = await readFile(path.join(PACKAGE_ROOT, 'docs', 'examples', name), 'utf8');

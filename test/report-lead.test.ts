@@ -145,3 +145,17 @@ describe('verdict words agree with the exit code (audit --env)', () => {
     AUDIT_TIMEOUT_MS,
   );
 });
+
+describe('verdict words agree with the exit code (gate)', () => {
+  it('a gate that cannot finish (exit 3) closes with COULD NOT DECIDE; bad input (exit 2) with no verdict', async () => {
+    const slow = await cli(['gate', '--reward', 'examples/undecided/slow-import.py:reward', '--answer', '42', '--policy', 'examples/undecided/policy.toml']);
+    expect(slow.exitCode).toBe(3);
+    expect(slow.stderr).toMatch(/^error \[VERIFIER_IMPORT_TIMEOUT\]/);
+    expect(slow.stderr.trimEnd().split('\n').at(-1)).toMatch(/^COULD NOT DECIDE \(exit 3\): /);
+    expect(slow.stderr + slow.stdout).not.toMatch(/REJECT|PASS/);
+    const missing = await cli(['gate', '--reward', 'examples/verifiers/no-such-file.py:reward', '--answer', '42']);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr.trimEnd().split('\n').at(-1)).toMatch(/^no verdict \(bad input, exit 2\): /);
+    expect(missing.stderr + missing.stdout).not.toMatch(/REJECT|PASS|COULD NOT DECIDE/);
+  });
+});

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import * as z from 'zod';
-import { EXIT, exitCodeFor, formatError, GatekeptError, type ExitCode } from '../errors.js';
+import { EXIT, exitCodeFor, formatError, GatekeptError, outcomeLine, type ExitCode } from '../errors.js';
 import { formatScorecard } from '../report/scorecard.js';
 import { gate } from '../gate.js';
 import { DEFAULT_POLICY, loadPolicy, type GatePolicy } from '../audit/policy.js';
@@ -270,8 +270,8 @@ export async function run(argv: readonly string[], given: Io = defaultIo): Promi
       if (wantsJson(argv)) io.stdout(errorJson('BAD_ARGUMENT', error.message.replace(/^error: /, ''), [], undefined, EXIT.badInput));
       return EXIT.badInput;
     }
-    io.stderr(`${formatError(error)}\n`);
     const exitCode = exitCodeFor(error);
+    io.stderr(`${formatError(error)}\n${outcomeLine(exitCode)}\n`);
     if (wantsJson(argv)) {
       const known = error instanceof GatekeptError ? error : null;
       io.stdout(

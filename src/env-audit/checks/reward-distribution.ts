@@ -1,8 +1,9 @@
 import type { RewardSample } from '../input-files.js';
-import { clampScore, notApplicable, statusFor, type CheckResult } from '../record.js';
+import { clampScore, notApplicable, notRun, statusFor, type CheckResult } from '../record.js';
 
 /**
- * Reward distribution over an evaluation results file: enough samples, a
+ * Reward distribution over an evaluation results file: enough samples (fewer
+ * cannot be judged, so the check does not run and the audit cannot decide), a
  * signal that varies (not all identical, standard deviation above 0.05), and
  * the shares of zero rewards and malformed completions. A collapsed reward
  * gives the learner nothing to follow. A pure function of the samples.
@@ -47,7 +48,6 @@ export function checkRewardDistribution(
   const malformedShare = results.samples.length === 0 ? 0 : malformed / results.samples.length;
   const failures: string[] = [];
   const warnings: string[] = [];
-  if (n < MIN_SAMPLES) failures.push(`${n} scored samples, fewer than ${MIN_SAMPLES}`);
   if (n > 0 && distinct === 1) failures.push(`every reward is ${rewards[0]}`);
   else if (n > 0 && std <= MIN_STD) failures.push(`standard deviation ${std.toFixed(3)} is not above ${MIN_STD}`);
   if (zeroShare >= MAX_ZERO_SHARE && distinct > 1) warnings.push(`${(zeroShare * 100).toFixed(0)}% of rewards are 0`);
@@ -63,8 +63,48 @@ export function checkRewardDistribution(
       `${scanned.exploits} of ${scanned.judged} rollouts are exploits (rate ${scanned.point}, upper bound ${scanned.hi}${scanned.rejected ? ` not below ${scanned.bound}` : ''}; first at line ${scanned.lines.join(', ')}): see gatekept scan`,
     );
   }
-  const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
   const round = (value: number) => Math.round(value * 10000) / 10000;
+  const evidence = {
+    file: results.file,
+    layout: results.layout,
+    samples: results.samples.length,
+    scored: n,
+    mean: round(mean),
+    std: round(std),
+    min: n === 0 ? null : rewards.reduce((a, b) => Math.min(a, b)),
+    max: n === 0 ? null : rewards.reduce((a, b) => Math.max(a, b)),
+    distinct,
+    zero_share: round(zeroShare),
+    malformed,
+    malformed_share: round(malformedShare),
+    thresholds: { min_samples: MIN_SAMPLES, min_std: MIN_STD, max_zero_share: MAX_ZERO_SHARE, max_malformed_share: MAX_MALFORMED_SHARE },
+    ...(scanned === null
+      ? {}
+      : typeof scanned === 'string'
+        ? { exploit_scan: { skipped: scanned } }
+        : {
+            exploit_scan: {
+              judged: scanned.judged,
+              exploits: scanned.exploits,
+              rate: scanned.point,
+              ci_hi: scanned.hi,
+              bound: scanned.bound,
+              lines: scanned.lines,
+            },
+          }),
+  };
+  // Too few samples say nothing either way about the reward: the check could
+  // not run, which leaves the audit undecided rather than failed.
+  if (n < MIN_SAMPLES) {
+    return notRun(
+      'reward_distribution',
+      `could not decide: ${n} scored sample${n === 1 ? '' : 's'}, fewer than the ${MIN_SAMPLES} needed to judge the distribution; evaluate more rollouts${
+        warnings.length > 0 ? ` (${warnings.join('; ')})` : ''
+      }`,
+      evidence,
+    );
+  }
+  const score = failures.length > 0 ? clampScore(3 - failures.length) : clampScore(10 - 2 * warnings.length);
   return {
     name: 'reward_distribution',
     status: statusFor(score, failures.length > 0),
@@ -73,34 +113,6 @@ export function checkRewardDistribution(
       failures.length + warnings.length === 0
         ? `${n} samples, mean ${mean.toFixed(3)}, sd ${std.toFixed(3)}, ${distinct} distinct values, ${(zeroShare * 100).toFixed(0)}% zero`
         : `${n} samples: ${[...failures, ...warnings].join('; ')}`,
-    evidence: {
-      file: results.file,
-      layout: results.layout,
-      samples: results.samples.length,
-      scored: n,
-      mean: round(mean),
-      std: round(std),
-      min: n === 0 ? null : rewards.reduce((a, b) => Math.min(a, b)),
-      max: n === 0 ? null : rewards.reduce((a, b) => Math.max(a, b)),
-      distinct,
-      zero_share: round(zeroShare),
-      malformed,
-      malformed_share: round(malformedShare),
-      thresholds: { min_samples: MIN_SAMPLES, min_std: MIN_STD, max_zero_share: MAX_ZERO_SHARE, max_malformed_share: MAX_MALFORMED_SHARE },
-      ...(scanned === null
-        ? {}
-        : typeof scanned === 'string'
-          ? { exploit_scan: { skipped: scanned } }
-          : {
-              exploit_scan: {
-                judged: scanned.judged,
-                exploits: scanned.exploits,
-                rate: scanned.point,
-                ci_hi: scanned.hi,
-                bound: scanned.bound,
-                lines: scanned.lines,
-              },
-            }),
-    },
+    evidence,
   };
 }
