@@ -42,6 +42,8 @@ describe('a mistyped option', () => {
     const run = await cli(['gate', '--answer', '1']);
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toMatch(/required option '--reward <spec>' not specified/);
+    // A usage mistake closes as every bad input does: no verdict.
+    expect(run.stderr.trimEnd().split('\n').at(-1)).toMatch(/^no verdict \(bad input, exit 2\)/);
   });
 
   it('every long option of every command, mistyped, is suggested back', async () => {

@@ -267,6 +267,8 @@ export async function run(argv: readonly string[], given: Io = defaultIo): Promi
     if (error instanceof CommanderError) {
       // --help and --version are not errors; usage mistakes are bad input.
       if (error.exitCode === 0) return EXIT.pass;
+      // Help shown for a missing command is not an error to name.
+      if (error.code !== 'commander.help') io.stderr(`${outcomeLine(EXIT.badInput)}\n`);
       if (wantsJson(argv)) io.stdout(errorJson('BAD_ARGUMENT', error.message.replace(/^error: /, ''), [], undefined, EXIT.badInput));
       return EXIT.badInput;
     }
