@@ -25,8 +25,12 @@ import { ScoreBook, type ScoringCounts } from './score-book.js';
  * made (see score-book.ts): the total's gate makes nearly every call, each
  * reward's only those the total's did not. The total's gate re-scores its
  * sample in a fresh process that has seen no call; a reward's gate reads its
- * sample from that process's calls, and scores what it did not score in one
- * more fresh process, started for the first reward that needs it.
+ * sample from that process's calls, and scores what it did not score in the
+ * same process afterwards. That process has then seen the total's re-check
+ * (and earlier rewards'), where each reward's own gate used to start one
+ * that had seen nothing: every call runs the whole rubric, so the total's
+ * fresh pass already re-scored every reward in a process that had seen no
+ * call, and a second start per reward would cost seconds for no new evidence.
  */
 
 export interface EnvGateRow {
@@ -119,7 +123,9 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
   // next gate starts its own, so one reward's failure is not another's.
   let workers: Verifier | null = null;
   const book = new ScoreBook(options.rewards ?? []);
-  // The fresh process the first gate's re-check opens, and the one later gates share for what it did not score.
+  // The first gate's re-check opens a fresh process; where rewards' gates follow, they read what it
+  // scored and send it what it did not (or to one opened then, when the first gate never re-checked).
+  const keepFresh = (options.rewards?.length ?? 0) > 0;
   let firstFresh = true;
   let spare: Promise<VerifierSession> | null = null;
   const stopWorkers = async (): Promise<void> => {
@@ -144,12 +150,6 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
     const verifier: Verifier = {
       calls: book.queue(running.calls, reward, { reserve: first }),
       openFresh: async () => {
-        if (first) {
-          // Opened when the audit asks, so that its start overlaps the audit's calls.
-          book.startedFresh();
-          const session = await running.openFresh();
-          return book.freshSession(async () => session, reward, session.info, session.isolation, true);
-        }
         const openSpare = () => {
           if (!spare) {
             book.startedFresh();
@@ -157,6 +157,14 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
           }
           return spare;
         };
+        if (first) {
+          // Opened when the audit asks, so that its start overlaps the audit's
+          // calls; kept, where rewards follow, for what their re-checks ask
+          // that it did not score (close() ends it).
+          const opening = keepFresh ? openSpare() : (book.startedFresh(), running.openFresh());
+          const session = await opening;
+          return book.freshSession(async () => session, reward, session.info, session.isolation, !keepFresh);
+        }
         return book.freshSession(openSpare, reward, running.calls.info, running.calls.isolation, false);
       },
     };
