@@ -117,8 +117,10 @@ export class ScoreBook {
   ): Promise<EvalResult[]> {
     const results = new Array<EvalResult>(requests.length);
     const missing: { index: number; key: string; slot: number }[] = [];
+    // A reward the calls do not read beside the total is scored by calls of its own.
+    const own = reward !== null && !this.names.includes(reward) ? `${reward}\n` : '';
     requests.forEach((request, index) => {
-      const key = keyOf(request);
+      const key = own + keyOf(request);
       const slot = reader.slot(key);
       const kept = ledger.get(key, slot);
       if (kept) results[index] = resultFor(kept, reward);
