@@ -164,7 +164,9 @@ async function main(): Promise<void> {
         ]);
         const result = JSON.parse(measured.output) as unknown;
         rows.push({ build, case: label, run, wall_s: measured.wallS, cpu_s: measured.cpuS, processes: measured.processes, result });
-        console.error(`${build}, ${label}, run ${run}: ${measured.wallS.toFixed(1)} s wall, ${measured.cpuS.toFixed(1)} s CPU, ${measured.processes} processes`);
+        console.error(
+          `${build}, ${label}, run ${run}: ${measured.wallS.toFixed(1)} s wall, ${measured.cpuS.toFixed(1)} s CPU, ${measured.processes} processes`,
+        );
       }
     }
   }
@@ -190,13 +192,21 @@ async function main(): Promise<void> {
     const one = summary[`${build}|1 reward`];
     const four = summary[`${build}|4 rewards`];
     if (one && four)
-      lines.push(`${build}: four rewards take ${(four.wall_s / one.wall_s).toFixed(2)}x the wall time of one, ${(four.cpu_s / one.cpu_s).toFixed(2)}x the CPU time.`);
+      lines.push(
+        `${build}: four rewards take ${(four.wall_s / one.wall_s).toFixed(2)}x the wall time of one, ${(four.cpu_s / one.cpu_s).toFixed(2)}x the CPU time.`,
+      );
   }
   const table = lines.join('\n');
   console.log(table);
   const machine = { cores: spawnSync('nproc', { encoding: 'utf8' }).stdout.trim(), load: readFileSync('/proc/loadavg', 'utf8').trim() };
-  writeFileSync(path.join(ROOT, 'results', 'bench-env.json'), `${JSON.stringify({ env: path.relative(ROOT, ENV), rows: Number(values.rows), workers: Number(values.workers), machine, summary, runs: rows }, null, 2)}\n`);
-  writeFileSync(path.join(ROOT, 'results', 'bench-env.md'), `# audit --env benchmark\n\n${table}\n\nMachine: ${machine.cores} cores, load average at the end ${machine.load}.\n`);
+  writeFileSync(
+    path.join(ROOT, 'results', 'bench-env.json'),
+    `${JSON.stringify({ env: path.relative(ROOT, ENV), rows: Number(values.rows), workers: Number(values.workers), machine, summary, runs: rows }, null, 2)}\n`,
+  );
+  writeFileSync(
+    path.join(ROOT, 'results', 'bench-env.md'),
+    `# audit --env benchmark\n\n${table}\n\nMachine: ${machine.cores} cores, load average at the end ${machine.load}.\n`,
+  );
 }
 
 await main();

@@ -31,14 +31,23 @@ describe('four rewards scored once', () => {
     const gated = [record.total!, ...record.rewards.map((entry) => entry.audit!)];
     const evaluations = gated.map((audit) => audit.timing.evaluations);
     // Every gate made its calls, and the workers scored little more than the total's gate alone.
-    expect(timing.calls_scored + timing.calls_read).toBeGreaterThanOrEqual(evaluations.reduce((sum, count) => sum + count, 0) - timing.fresh_calls_scored - timing.fresh_calls_read);
+    expect(timing.calls_scored + timing.calls_read).toBeGreaterThanOrEqual(
+      evaluations.reduce((sum, count) => sum + count, 0) - timing.fresh_calls_scored - timing.fresh_calls_read,
+    );
     expect(timing.calls_read).toBeGreaterThan(0);
     expect(timing.calls_scored).toBeLessThan(evaluations[0]! * 1.5);
 
     // The same rewards, each gated with calls of its own (the requests ask for it alone).
     const policy = { ...POLICY, budget: { ...POLICY.budget, rows: ROWS } };
     const load: EnvLoad = { envArgs: {}, datasets: {}, hf: { datasets: null, hub: null } };
-    const inspected = await inspectEnv({ load, spec: ENV, python: V0(), pythonpath: [], timeoutMs: POLICY.timeouts.importMs, memoryMb: POLICY.limits.memoryMb });
+    const inspected = await inspectEnv({
+      load,
+      spec: ENV,
+      python: V0(),
+      pythonpath: [],
+      timeoutMs: POLICY.timeouts.importMs,
+      memoryMb: POLICY.limits.memoryMb,
+    });
     if (!inspected.ok) throw new Error('the fixture does not load');
     const rows = inspected.rows.map((row, index) => ({ row: index, answer: row.answer ?? '', prompt: row.prompt })).filter((row) => row.answer !== '');
     const gates = await openEnvGates({ spec: ENV, rows, python: V0(), pythonpath: [], policy, answerType: 'auto', format: 'auto', workers: WORKERS, load });

@@ -161,8 +161,8 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
           // Opened when the audit asks, so that its start overlaps the audit's
           // calls; kept, where rewards follow, for what their re-checks ask
           // that it did not score (close() ends it).
-          const opening = keepFresh ? openSpare() : (book.startedFresh(), running.openFresh());
-          const session = await opening;
+          if (!keepFresh) book.startedFresh();
+          const session = await (keepFresh ? openSpare() : running.openFresh());
           return book.freshSession(async () => session, reward, session.info, session.isolation, !keepFresh);
         }
         return book.freshSession(openSpare, reward, running.calls.info, running.calls.isolation, false);

@@ -59,7 +59,14 @@ export function resultFor(result: EvalResult, reward: string | null): EvalResult
   const value = rewards?.[reward];
   if (value === undefined) {
     // The shim reads every name it is asked for: a missing one is the worker's fault, and says so.
-    return { ...call, status: 'raised', reward: null, rewardType: '', nonFinite: null, error: { type: 'RuntimeError', message: `reward ${reward} was not read` } };
+    return {
+      ...call,
+      status: 'raised',
+      reward: null,
+      rewardType: '',
+      nonFinite: null,
+      error: { type: 'RuntimeError', message: `reward ${reward} was not read` },
+    };
   }
   if ('error' in value) return { ...call, status: 'raised', reward: null, rewardType: '', nonFinite: null, error: value.error };
   return { ...call, reward: value.reward, rewardType: value.rewardType, nonFinite: value.nonFinite };
@@ -76,8 +83,8 @@ class Ledger {
   put(key: string, slot: number, result: EvalResult): void {
     // A call never made (skipped) leaves its slot open for the next gate to score.
     if (result.status === 'skipped') return;
-    let list = this.scored.get(key);
-    if (!list) this.scored.set(key, (list = []));
+    const list = this.scored.get(key) ?? [];
+    if (list.length === 0) this.scored.set(key, list);
     list[slot] ??= result;
   }
 }
@@ -151,7 +158,6 @@ export class ScoreBook {
   /** The shared workers as one gate sees them: its reward read from every call; closing it leaves them running. */
   queue(pool: CallQueue, reward: string | null, options: { reserve: boolean }): CallQueue {
     const reader = new Reader();
-    const book = this;
     return {
       get info(): VerifierInfo {
         return pool.info;
@@ -167,8 +173,8 @@ export class ScoreBook {
         if (options.reserve) pool.reserve(expected);
       },
       evaluate: (requests: readonly EvalRequest[], queueOptions?: QueueOptions) =>
-        book.score(
-          book.warm,
+        this.score(
+          this.warm,
           reader,
           reward,
           requests,
@@ -186,7 +192,13 @@ export class ScoreBook {
    * scored already is read, the rest is scored by `open()`'s session (opened
    * on the first such call). `ownsSession`: closing this closes that session.
    */
-  freshSession(open: () => Promise<VerifierSession>, reward: string | null, info: VerifierInfo, isolation: 'bwrap' | 'none', ownsSession: boolean): VerifierSession {
+  freshSession(
+    open: () => Promise<VerifierSession>,
+    reward: string | null,
+    info: VerifierInfo,
+    isolation: 'bwrap' | 'none',
+    ownsSession: boolean,
+  ): VerifierSession {
     const reader = new Reader();
     let session: Promise<VerifierSession> | null = null;
     const opened = () => {
