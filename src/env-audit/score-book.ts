@@ -126,19 +126,21 @@ export class ScoreBook {
     const missing: { index: number; key: string; slot: number }[] = [];
     // A reward the calls do not read beside the total is scored by calls of its own.
     const own = reward !== null && !this.names.includes(reward) ? `${reward}\n` : '';
+    // Such a call returns the reward asked for, as the total's returns the total.
+    const read = (result: EvalResult) => resultFor(result, own ? null : reward);
     requests.forEach((request, index) => {
       const key = own + keyOf(request);
       const slot = reader.slot(key);
       const kept = ledger.get(key, slot);
-      if (kept) results[index] = resultFor(kept, reward);
+      if (kept) results[index] = read(kept);
       else missing.push({ index, key, slot });
     });
-    const read = requests.length - missing.length;
-    if (fresh) this.counts.freshRead += read;
-    else this.counts.read += read;
-    if (read > 0) onProgress?.(read, requests.length);
+    const found = requests.length - missing.length;
+    if (fresh) this.counts.freshRead += found;
+    else this.counts.read += found;
+    if (found > 0) onProgress?.(found, requests.length);
     if (missing.length === 0) return results;
-    const progress = onProgress ? (done: number) => onProgress(read + done, requests.length) : undefined;
+    const progress = onProgress ? (done: number) => onProgress(found + done, requests.length) : undefined;
     const scored = await send(
       missing.map(({ index }) => asked(requests[index]!, reward, this.names)),
       progress,
@@ -150,7 +152,7 @@ export class ScoreBook {
         else this.counts.scored += 1;
       }
       ledger.put(key, slot, result);
-      results[index] = resultFor(result, reward);
+      results[index] = read(result);
     });
     return results;
   }
