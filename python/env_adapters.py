@@ -219,7 +219,10 @@ class V1Env(object):
         timing.finalize.end = timing.scoring.start = time.time()
         return trace
 
-    async def score(self, row, answer, text, reward=None, track=True):
+    async def score(self, row, answer, text, reward=None, track=True, rewards=None):
+        """The weighted total (or the reward named), from `Task.score` on the
+        trace of a one-turn rollout; with `rewards` (names), also each of
+        them from the same scoring (see _pick)."""
         task = self.tasks[row]
         if self.answer_field is not None:
             gold = getattr(task.data, self.answer_field)
@@ -237,12 +240,16 @@ class V1Env(object):
         trace.timing.scoring.end = time.time()
         if track:
             self.watch.check("after scoring this completion")
-        if reward is None:
-            return trace.reward
-        value = trace.rewards.get(reward)
-        if value is None:
-            raise RuntimeError("reward %s was not recorded by Task.score" % reward)
-        return value.score
+
+        def one(name):
+            if name is None:
+                return trace.reward
+            value = trace.rewards.get(name)
+            if value is None:
+                raise RuntimeError("reward %s was not recorded by Task.score" % name)
+            return value.score
+
+        return _pick(one, reward, rewards)
 
 
 class V0Env(object):
@@ -335,14 +342,15 @@ class V0Env(object):
             out.append((type(owner).__name__, entries))
         return tuple(out)
 
-    async def score(self, row, answer, text, reward=None, track=True):
+    async def score(self, row, answer, text, reward=None, track=True, rewards=None):
         """Roll the row out as training does, with a client that answers the
         model's turn with `text`, and score the state with the rubric the
         environment holds at this moment (`Environment._run_rollout_state`:
         the rollout, then `Rubric.score_rollout`, or `score_group` on a group
         of one where the rubric has group rewards). The total is the state's
-        reward; one reward is its metric. A reward that raises is reported,
-        not scored 0 as the library would."""
+        reward; one reward is its metric (with `rewards`, each named one
+        beside the total: see _pick). A reward that raises is reported, not
+        scored 0 as the library would."""
         data = dict(self.dataset[row])
         if self.answer_field is not None:
             gold = data.get(self.answer_field)
@@ -372,12 +380,33 @@ class V0Env(object):
             raise RuntimeError("the rollout failed: %s" % _describe(failed)) from (failed if isinstance(failed, BaseException) else None)
         if errors:
             raise RuntimeError(errors[0])
-        if reward is None:
-            return float(state["reward"])
         metrics = state.get("metrics") or {}
-        if reward not in metrics:
-            raise RuntimeError("the rubric has no reward %s" % reward)
-        return float(metrics[reward])
+
+        def one(name):
+            if name is None:
+                return float(state["reward"])
+            if name not in metrics:
+                raise RuntimeError("the rubric has no reward %s" % name)
+            return float(metrics[name])
+
+        return _pick(one, reward, rewards)
+
+
+def _pick(one, reward, rewards):
+    """What a scoring returns: the total or the reward named, read by `one`;
+    with `rewards` (names), that and a dict of each named reward's value,
+    read from the same scoring, or the exception reading it raised (a reward
+    the rubric did not record): one call serves the total's gate and every
+    reward's, where each would otherwise score the completion again."""
+    if rewards is None:
+        return one(reward)
+    values = {}
+    for name in rewards:
+        try:
+            values[name] = one(name)
+        except Exception as exc:
+            values[name] = exc
+    return one(reward), values
 
 
 def _codes(functions):

@@ -9,7 +9,10 @@ scored call does not pay for lazy imports.
 The gate calls `reward(completion, answer, info)` with the completion as text,
 `info["gatekept_row"]` naming the dataset row and `info["gatekept_reward"]`
 the reward to return (null for the weighted total, the training signal): one
-worker serves the gates of the total and of each reward. `answer` may be any gold
+worker serves the gates of the total and of each reward. With
+`info["gatekept_rewards"]` (a list of names) the same scoring also reads each
+of those rewards, which the worker sends back beside the value returned: the
+gates of the rewards read their verdicts from the total's calls. `answer` may be any gold
 the gate chooses (the row's own or an alternate): it replaces the row's answer
 before the environment builds its scoring input. Each call is scored on the
 training path (a rollout's state or trace, the rewards and weights the
@@ -84,8 +87,17 @@ async def reward(completion, answer, info):
     which = info.get("gatekept_reward", REWARD)
     if which is not None and not isinstance(which, str):
         raise ValueError("gatekept_reward must name a reward")
+    names = info.get("gatekept_rewards")
+    if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        raise ValueError("gatekept_rewards must be a list of reward names")
     try:
-        return await ENV.score(row, answer, completion, which)
+        if names is None:
+            return await ENV.score(row, answer, completion, which)
+        value, values = await ENV.score(row, answer, completion, which, rewards=names)
+        # The worker sends each reward's value back beside the one returned
+        # (see gatekept_calls._take_values): one scoring serves every gate.
+        reward.gatekept_values = values
+        return value
     except Exception as exc:
         # A failure in the library's own machinery, with none of the
         # environment's code on the stack, is reported as the library's

@@ -291,13 +291,14 @@ def _ms_json(ms):
     return repr(round(ms, 3))
 
 
-def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer):
+def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer, values=None):
     """One reply line: [id, status, reward, type, non-finite, error, side effects,
     ms, cpu ms, own timer], the error [type, message] or, for a failure in an
     environment's library, [type, message, [path, line, function]], from the call's duration and the CPU time it used
     in this process, in unrounded milliseconds, and whether a time limit of
-    the verifier's own expired in it."""
-    if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
+    the verifier's own expired in it; then, only where the call scored every
+    reward of an environment (see _reward_values), their values."""
+    if status == "ok" and type(reward) is float and not effects and type(request_id) is int and values is None:
         name = _TYPE_JSON.get(reward_type)
         if name is None:
             name = _encode_json(reward_type)
@@ -320,6 +321,8 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
         round(cpu_ms, 3),
         bool(own_timer),
     ]
+    if values is not None:
+        reply.append(values)
     return _encode_json(reply).encode("ascii") + b"\n"
 
 
@@ -346,6 +349,33 @@ def _library_failure(exc):
         "message": _clip(args[1], MESSAGE_LIMIT),
         "library": [_clip(frame[0], MESSAGE_LIMIT), frame[1], _clip(frame[2], MESSAGE_LIMIT)],
     }
+
+
+def _take_values(fn):
+    """The rewards' values the call left on the function it called, as
+    `gatekept_values` (see env_shim.reward), removed so no later call reads them."""
+    attributes = getattr(fn, "__dict__", None)
+    if type(attributes) is not dict:
+        return None
+    return attributes.pop("gatekept_values", None)
+
+
+def _reward_values(values):
+    """Each reward's value as the reply carries it: [reward, type, non-finite]
+    as normalise reads a returned value, or [type, message] for a reward the
+    call could not read (an exception in its place). None unless the call left
+    a dict of them (see _take_values); a name that is not text is dropped."""
+    if type(values) is not dict:
+        return None
+    out = {}
+    for name, value in values.items():
+        if type(name) is not str:
+            continue
+        if isinstance(value, BaseException):
+            out[name] = [type(value).__name__, _clip(_safe_str(value), MESSAGE_LIMIT)]
+        else:
+            out[name] = list(_normalise(value))
+    return out
 
 
 def _evaluate(request):
@@ -382,6 +412,9 @@ def _evaluate(request):
     reward_type = ""
     nonfinite = None
     error = None
+    values = None
+    # Only `audit --env`'s requests ask for every reward's value (see env_shim.reward).
+    wants_values = type(info) is dict and "gatekept_rewards" in info
     used_loop = False
 
     started = _perf_counter()
@@ -395,6 +428,10 @@ def _evaluate(request):
                 used_loop = True
                 value = _await(value)
             reward, reward_type, nonfinite = _normalise(value)
+            if wants_values:
+                # Read while the call is still timed and guarded: the attribute
+                # and float() of a reward's value may run the verifier's code.
+                values = _reward_values(_take_values(S.fn))
         finally:
             # The timers stay set: the next call resets them, and the worker
             # stops them before it waits for requests (two syscalls a call).
@@ -432,5 +469,8 @@ def _evaluate(request):
         if used_loop and status in ("timeout", "exit"):
             _drop_event_loop()
 
+    if status != "ok":
+        values = None
+
     _housekeeping()
-    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, elapsed * 1000.0, cpu * 1000.0, S.own_timer)
+    return _encode_result(request_id, status, reward, reward_type, nonfinite, error, S.effects, elapsed * 1000.0, cpu * 1000.0, S.own_timer, values)

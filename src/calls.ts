@@ -67,7 +67,16 @@ export interface EvalResult {
    * join ran out of time): on a slower moment the same input may score otherwise.
    */
   ownTimer?: boolean;
+  /**
+   * Only for `audit --env`, where a request asks for them: each reward's value
+   * from the same scoring that returned the weighted total (see
+   * python/env_shim.py), or why it could not be read.
+   */
+  rewards?: Record<string, RewardValue>;
 }
+
+/** One reward's value in a call that scored every reward (see EvalResult.rewards). */
+export type RewardValue = { reward: number | null; rewardType: string; nonFinite: EvalResult['nonFinite'] } | { error: { type: string; message: string } };
 
 /** A frame in a library's code: its path relative to the import root it was loaded from (site-packages), line and function. */
 export interface LibraryFrame {

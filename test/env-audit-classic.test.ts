@@ -77,6 +77,7 @@ describe('classic verifiers 0.3 environments', () => {
     const untimed = (record: EnvAuditRecord) =>
       JSON.stringify({
         ...record,
+        timing: undefined,
         total: record.total && withoutTiming(record.total),
         rewards: record.rewards.map((reward) => ({ ...reward, audit: reward.audit && withoutTiming(reward.audit) })),
       });

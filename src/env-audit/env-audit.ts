@@ -18,6 +18,7 @@ import { openEnvGates, type EnvGateRow, type EnvGates } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
 import { capRecord } from './rows-cap.js';
+import type { ScoringCounts } from './score-book.js';
 import {
   decisionFor,
   ENV_AUDIT_SCHEMA,
@@ -229,6 +230,8 @@ async function auditRewards(
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     load,
+    // With more than one, every call reads each of them beside the total, and their gates read those calls.
+    rewards: scorable.length > 1 ? scorable.map((entry) => entry.name) : [],
   };
   // One set of workers serves the total's gate and each reward's, and the scan of --results.
   const gates = await openEnvGates(common);
@@ -318,6 +321,7 @@ export async function auditEnv(given: EnvAuditOptions): Promise<EnvAuditResult> 
 }
 
 async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
+  const started = performance.now();
   const cwd = path.resolve(given.cwd ?? process.cwd());
   // The interpreter, resolved once as gate() resolves it (--python, else
   // $GATEKEPT_PYTHON, else python3), serves the loader, the gate and the scan.
@@ -365,6 +369,7 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
   let total: AuditRecord | null = null;
   let rewards: EnvRewardEntry[] = [];
   let refusedOption = false;
+  let counts: ScoringCounts | null = null;
   if (!inspected.ok) {
     const why = 'not checked: the environment does not load';
     checks = [
@@ -396,6 +401,7 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
     } finally {
       await gated.gates?.close();
     }
+    counts = gated.gates?.counts ?? null;
     checks = [integrity, rewardDesign, datasetHealth, contamination, checkRewardDistribution(results, inspected.kind, scanned)];
   }
 
@@ -424,6 +430,14 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
     // The statement follows the exit code, so that what is printed never says a verdict the exit code does not.
     statement: statementFor(decision, exitCode),
     exit_code: exitCode,
+    timing: {
+      total_ms: Math.round(performance.now() - started),
+      calls_scored: counts?.scored ?? 0,
+      calls_read: counts?.read ?? 0,
+      fresh_calls_scored: counts?.freshScored ?? 0,
+      fresh_calls_read: counts?.freshRead ?? 0,
+      fresh_processes: counts?.freshProcesses ?? 0,
+    },
   };
   return {
     decision,

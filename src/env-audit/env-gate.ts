@@ -3,13 +3,14 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkGateOptions, gateStarted, verifierOptions, type CheckedGate, type GateOptions, type GateResult } from '../gate.js';
-import type { CallQueue, EvalRequest, EvalResult, QueueOptions, Verifier, VerifierInfo, VerifierSession } from '../calls.js';
+import type { CallQueue, Verifier, VerifierSession } from '../calls.js';
 import { startPythonVerifier } from '../runtime/python-verifier.js';
 import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
 import { loaderConfig, type EnvLoad } from './env-load.js';
 import { copyEnvShim } from './inspect-env.js';
+import { ScoreBook, type ScoringCounts } from './score-book.js';
 
 /**
  * Run the gate through an environment's own scoring path: the verifier the
@@ -19,8 +20,17 @@ import { copyEnvShim } from './inspect-env.js';
  * can substitute whatever gold the gate chooses into that row's data, and the
  * reward to return (null: the weighted total), so that one set of workers,
  * each loading the environment once, serves the gate of the total and of
- * every reward. Each gate still re-scores its sample in a fresh process of
- * its own, which has seen no call of any gate.
+ * every reward. Every call also reads each audited reward from the same
+ * scoring, and a reward's gate reads its calls from those the gates before it
+ * made (see score-book.ts): the total's gate makes nearly every call, each
+ * reward's only those the total's did not. The total's gate re-scores its
+ * sample in a fresh process that has seen no call; a reward's gate reads its
+ * sample from that process's calls, and scores what it did not score in the
+ * same process afterwards. That process has then seen the total's re-check
+ * (and earlier rewards'), where each reward's own gate used to start one
+ * that had seen nothing: every call runs the whole rubric, so the total's
+ * fresh pass already re-scored every reward in a process that had seen no
+ * call, and a second start per reward would cost seconds for no new evidence.
  */
 
 export interface EnvGateRow {
@@ -45,6 +55,8 @@ export interface EnvGateOptions {
   workers?: number;
   /** Arguments, local datasets and the Hugging Face cache, as for inspecting it. */
   load?: EnvLoad;
+  /** The rewards gated on their own beside the total: every call reads them all. */
+  rewards?: readonly string[];
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -54,6 +66,8 @@ export interface EnvGates {
   gate(reward: string | null): Promise<GateResult>;
   /** The workers' queue for calls scoring the weighted total (null) or one reward, started if need be; closing it leaves them running. */
   calls(reward: string | null): CallQueue;
+  /** Calls scored and read so far, and fresh processes started. */
+  readonly counts: ScoringCounts;
   close(): Promise<void>;
 }
 
@@ -70,49 +84,6 @@ async function shimLoad(load: EnvLoad, dir: string): Promise<EnvLoad> {
 
 function cacheDirs(load: EnvLoad): string[] {
   return [load.hf.datasets, load.hf.hub].filter((entry): entry is string => entry !== null);
-}
-
-/** What the shim reads to know which reward a request is for. */
-const REWARD_KEY = 'gatekept_reward';
-
-function forReward(requests: readonly EvalRequest[], reward: string | null): EvalRequest[] {
-  return requests.map((request) => ({ ...request, info: { ...request.info, [REWARD_KEY]: reward } }));
-}
-
-/** The shared workers as one gate sees them: its requests name its reward, and closing it leaves them running. */
-class RewardQueue implements CallQueue {
-  constructor(
-    private readonly pool: CallQueue,
-    private readonly reward: string | null,
-  ) {}
-  get info(): VerifierInfo {
-    return this.pool.info;
-  }
-  get isolation(): CallQueue['isolation'] {
-    return this.pool.isolation;
-  }
-  get ready(): Promise<void> {
-    return this.pool.ready;
-  }
-  reserve(expectedRequests: number): void {
-    this.pool.reserve(expectedRequests);
-  }
-  evaluate(requests: readonly EvalRequest[], options?: QueueOptions): Promise<EvalResult[]> {
-    return this.pool.evaluate(forReward(requests, this.reward), options);
-  }
-  async close(): Promise<void> {
-    // The workers serve the next gate; EnvGates.close() ends them.
-  }
-}
-
-/** A gate's fresh process, whose requests name the gate's reward. */
-function freshFor(session: VerifierSession, reward: string | null): VerifierSession {
-  return {
-    info: session.info,
-    isolation: session.isolation,
-    evaluate: (requests, options) => session.evaluate(forReward(requests, reward), options),
-    close: () => session.close(),
-  };
 }
 
 export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
@@ -151,10 +122,18 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
   // Started by the first gate. A gate that fails leaves them to nobody: the
   // next gate starts its own, so one reward's failure is not another's.
   let workers: Verifier | null = null;
+  const book = new ScoreBook(options.rewards ?? []);
+  // The first gate's re-check opens a fresh process; where rewards' gates follow, they read what it
+  // scored and send it what it did not (or to one opened then, when the first gate never re-checked).
+  const keepFresh = (options.rewards?.length ?? 0) > 0;
+  let firstFresh = true;
+  let spare: Promise<VerifierSession> | null = null;
   const stopWorkers = async (): Promise<void> => {
     const stopping = workers?.calls.close();
+    const spareStopping = spare?.then((session) => session.close());
     workers = null;
-    await stopping?.catch(() => undefined);
+    spare = null;
+    await Promise.all([stopping?.catch(() => undefined), spareStopping?.catch(() => undefined)]);
   };
 
   const shared = (checked: CheckedGate): Verifier => {
@@ -166,9 +145,28 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
     const started = performance.now();
     const checked = checkGateOptions(gateOptions);
     const running = shared(checked);
+    const first = firstFresh;
+    firstFresh = false;
     const verifier: Verifier = {
-      calls: new RewardQueue(running.calls, reward),
-      openFresh: async () => freshFor(await running.openFresh(), reward),
+      calls: book.queue(running.calls, reward, { reserve: first }),
+      openFresh: async () => {
+        const openSpare = () => {
+          if (!spare) {
+            book.startedFresh();
+            spare = running.openFresh();
+          }
+          return spare;
+        };
+        if (first) {
+          // Opened when the audit asks, so that its start overlaps the audit's
+          // calls; kept, where rewards follow, for what their re-checks ask
+          // that it did not score (close() ends it).
+          if (!keepFresh) book.startedFresh();
+          const session = await (keepFresh ? openSpare() : running.openFresh());
+          return book.freshSession(async () => session, reward, session.info, session.isolation, !keepFresh);
+        }
+        return book.freshSession(openSpare, reward, running.calls.info, running.calls.isolation, false);
+      },
     };
     return gateStarted(gateOptions, verifier, { started, ...checked.start });
   };
@@ -193,7 +191,8 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
         });
       }
     },
-    calls: (reward) => new RewardQueue(shared(checkGateOptions(gateOptions)).calls, reward),
+    calls: (reward) => book.queue(shared(checkGateOptions(gateOptions)).calls, reward, { reserve: true }),
+    counts: book.counts,
     async close() {
       try {
         await stopWorkers();

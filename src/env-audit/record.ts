@@ -94,6 +94,23 @@ export interface EnvAuditRecord {
    * not decide. What is printed follows it (see envVerdictWord).
    */
   exit_code: 0 | 1 | 2 | 3;
+  /**
+   * What the audit cost: its time, and the calls its gates scored and read
+   * (see score-book.ts). Like the gate records' `timing`, not deterministic:
+   * a call that times out is scored again. Absent from records written before it.
+   */
+  timing?: EnvAuditTiming;
+}
+
+export interface EnvAuditTiming {
+  total_ms: number;
+  /** Calls the warm workers scored, and those a reward's gate read from calls already scored. */
+  calls_scored: number;
+  calls_read: number;
+  /** The same for the re-checks' fresh processes, and how many fresh processes were started. */
+  fresh_calls_scored: number;
+  fresh_calls_read: number;
+  fresh_processes: number;
 }
 
 export const ENV_PASS_STATEMENT =

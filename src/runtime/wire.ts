@@ -4,7 +4,7 @@
  * on its fd 4 (readReply; the first, to init, is read by readReady).
  */
 import * as z from 'zod';
-import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type LibraryFrame, type SideEffectKind, type VerifierInfo } from '../calls.js';
+import { SIDE_EFFECT_KINDS, type EvalRequest, type EvalResult, type LibraryFrame, type RewardValue, type SideEffectKind, type VerifierInfo } from '../calls.js';
 import { GatekeptError } from '../errors.js';
 import { isRecord, isText } from '../hand-check.js';
 import { escapeControl, escapeLine } from './escape-control.js';
@@ -35,11 +35,11 @@ export type WorkerReply =
  * call, and a schema parse costs more than the rest of the reply's handling.
  */
 function readResult(value: unknown[], line: string): { id: number; result: EvalResult } {
-  const [id, status, reward, rewardType, nonFinite, error, effects, ms, cpuMs, ownTimer] = value;
+  const [id, status, reward, rewardType, nonFinite, error, effects, ms, cpuMs, ownTimer, values] = value;
   const bad = (what: string): never => {
     throw protocolError(what, line);
   };
-  if (value.length !== 10) bad(`a result has 10 fields, not ${value.length}`);
+  if (value.length !== 10 && value.length !== 11) bad(`a result has 10 fields (11 with each reward's value), not ${value.length}`);
   if (!Number.isInteger(id)) bad('the id is not an integer');
   if (!isText(status) || !RESULT_STATUSES.has(status)) bad('unknown status');
   if (reward !== null && typeof reward !== 'number') bad('the reward is neither a number nor null');
@@ -73,8 +73,29 @@ function readResult(value: unknown[], line: string): { id: number; result: EvalR
       ms: ms as number,
       cpuMs: cpuMs as number,
       ownTimer: ownTimer as boolean,
+      ...(value.length === 11 ? { rewards: rewardValues(values, bad) } : {}),
     },
   };
+}
+
+/** Each reward's value, {name: [reward, type, non-finite] | [type, message]} (see gatekept_calls._reward_values). */
+function rewardValues(value: unknown, bad: (what: string) => never): Record<string, RewardValue> {
+  if (!isRecord(value)) return bad("the rewards' values are not an object");
+  const out: Record<string, RewardValue> = {};
+  for (const [name, entry] of Object.entries(value)) {
+    if (!Array.isArray(entry)) return bad(`the value of reward ${escapeLine(name)} is not a list`);
+    if (entry.length === 2 && isText(entry[0]) && isText(entry[1])) {
+      out[name] = { error: { type: escapeLine(entry[0]), message: escapeLine(entry[1]) } };
+      continue;
+    }
+    const [reward, rewardType, nonFinite] = entry;
+    if (entry.length !== 3 || (reward !== null && typeof reward !== 'number') || !isText(rewardType)) {
+      return bad(`the value of reward ${escapeLine(name)} is not [reward, type, non-finite]`);
+    }
+    if (nonFinite !== null && !(isText(nonFinite) && NON_FINITE.has(nonFinite))) bad('unknown non-finite tag');
+    out[name] = { reward: reward as number | null, rewardType: escapeLine(rewardType), nonFinite: nonFinite as EvalResult['nonFinite'] };
+  }
+  return out;
 }
 
 /** The library frame of a failure in an environment's library: [path, line, function] (see gatekept_calls._library_failure). */

@@ -28,8 +28,8 @@ export const WORKERS = 2;
 export const ENV_POLICY = parsePolicy({ timeouts: { import_ms: 300_000, total_s: 3600 } });
 /**
  * Each audit loads the environment in several Python processes (the
- * inspection, the workers every gate shares, and one fresh process per gate
- * for its recheck), each importing verifiers: seconds of CPU each, and
+ * inspection, the workers every gate shares, and the fresh process the gates
+ * share for their rechecks), each importing verifiers: seconds of CPU each, and
  * minutes for an audit when the machine's cores are shared with other test files.
  */
 export const AUDIT_TIMEOUT_MS = 900_000;
