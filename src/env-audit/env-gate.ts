@@ -1,9 +1,10 @@
+import type { RayOptions } from '../runtime/ray/ray-backend.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkGateOptions, gateStarted, verifierOptions, type CheckedGate, type GateOptions, type GateResult } from '../gate.js';
-import type { CallQueue, EvalRequest, EvalResult, QueueOptions, Verifier, VerifierInfo, VerifierSession } from '../calls.js';
+import type { CallQueue, EvalRequest, ExecutorInfo, EvalResult, QueueOptions, Verifier, VerifierInfo, VerifierSession } from '../calls.js';
 import { startPythonVerifier } from '../runtime/python-verifier.js';
 import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
@@ -43,6 +44,8 @@ export interface EnvGateOptions {
   format: AnswerFormat | 'auto' | string | readonly string[];
   strict?: boolean;
   workers?: number;
+  /** Run the verifier's calls on a Ray cluster's actors (see runtime/ray). */
+  ray?: RayOptions;
   /** Arguments, local datasets and the Hugging Face cache, as for inspecting it. */
   load?: EnvLoad;
   onProgress?: (done: number, total: number) => void;
@@ -97,6 +100,9 @@ class RewardQueue implements CallQueue {
   reserve(expectedRequests: number): void {
     this.pool.reserve(expectedRequests);
   }
+  executor(): ExecutorInfo | null {
+    return this.pool.executor?.() ?? null;
+  }
   evaluate(requests: readonly EvalRequest[], options?: QueueOptions): Promise<EvalResult[]> {
     return this.pool.evaluate(forReward(requests, this.reward), options);
   }
@@ -146,6 +152,7 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
     completionFormat: 'string',
     ...(options.strict ? { strict: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    ...(options.ray ? { ray: options.ray } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   };
   // Started by the first gate. A gate that fails leaves them to nobody: the

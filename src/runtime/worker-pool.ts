@@ -419,6 +419,10 @@ export class WorkerPool implements CallQueue {
     // A worker still starting is closed as soon as it is up.
     await Promise.allSettled(this.openings);
     await Promise.allSettled(this.sessions.map((session) => session.close()));
-    if (this.ray) await this.ray.then((backend) => backend.release(), () => undefined);
+    if (this.ray)
+      await this.ray.then(
+        (backend) => backend.release(),
+        () => undefined,
+      );
   }
 }
