@@ -28,7 +28,7 @@ export interface RayOptions {
   python?: string;
   /** Actors, each running one worker at a time at its full speed (default: the pool's worker count). */
   actors?: number;
-  /** How long connecting and placing the actors may take (default 30 s). */
+  /** How long connecting and placing the actors may take (default: $GATEKEPT_RAY_CONNECT_TIMEOUT_MS, else 30 s). */
   connectTimeoutMs?: number;
 }
 
@@ -90,7 +90,8 @@ export class RayBackend implements WorkerLauncher {
     }
     const address = options.address ?? 'auto';
     const actors = Math.max(1, options.actors ?? defaultActors);
-    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    const fromEnv = Number(process.env.GATEKEPT_RAY_CONNECT_TIMEOUT_MS);
+    const connectTimeoutMs = options.connectTimeoutMs ?? (Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : DEFAULT_CONNECT_TIMEOUT_MS);
     const driver = await PythonProcess.start({
       python,
       args: [DRIVER_PATH],
