@@ -243,7 +243,7 @@ class Driver:
 
     def describe(self, timeout_s):
         nodes = self.ray.get([entry["handle"].node.remote() for entry in self.actors], timeout=timeout_s)
-        return [{"name": entry["name"], "node": info["node"], "pid": info["pid"]} for entry, info in zip(self.actors, nodes)]
+        return [{"name": entry["name"], "node": info["node"], "pid": info["pid"]} for entry, info in zip(self.actors, nodes, strict=True)]
 
     def _pick(self):
         with self.lock:

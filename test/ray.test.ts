@@ -59,7 +59,16 @@ describe.skipIf(rayPython === null)('--ray', () => {
     const scanArgs = ['scan', '--results', TRL, '--reward', path.join(FIXTURES, 'scan', 'gameable.py:reward'), '--field', FIELDS, '--python', PYTHON, '--json'];
     const rows = path.join(scratch, 'rows.jsonl');
     await writeFile(rows, '{"question": "What is 6 * 7?", "answer": "42"}\n{"question": "What is 100 - 1?", "answer": "99"}\n');
-    const gateArgs = ['gate', '--reward', path.join(PACKAGE_ROOT, 'examples', 'verifiers', 'substring.py:reward'), '--dataset', rows, '--python', PYTHON, '--json'];
+    const gateArgs = [
+      'gate',
+      '--reward',
+      path.join(PACKAGE_ROOT, 'examples', 'verifiers', 'substring.py:reward'),
+      '--dataset',
+      rows,
+      '--python',
+      PYTHON,
+      '--json',
+    ];
 
     const [localScan, localGate] = [await cli([...scanArgs, '--workers', '2'], { env }), await cli([...gateArgs, '--workers', '2'], { env })];
     const rayScan = await cli([...scanArgs, '--workers', '2', '--ray', head.address], { env });
@@ -110,7 +119,18 @@ describe.skipIf(rayPython === null)('--ray', () => {
 
 describe('--ray without Ray', () => {
   it('names the virtualenv to build', async () => {
-    const result = await cli(['scan', '--results', TRL, '--reward', path.join(FIXTURES, 'scan', 'gameable.py:reward'), '--field', FIELDS, '--ray', '--ray-python', '/nonexistent/bin/python']);
+    const result = await cli([
+      'scan',
+      '--results',
+      TRL,
+      '--reward',
+      path.join(FIXTURES, 'scan', 'gameable.py:reward'),
+      '--field',
+      FIELDS,
+      '--ray',
+      '--ray-python',
+      '/nonexistent/bin/python',
+    ]);
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/bash scripts\/setup-python-env\.sh ray/);
   });
