@@ -16,6 +16,7 @@ need Ray and the worker's own files, not gatekept's driver.
 """
 
 import base64
+import codecs
 import json
 import os
 import signal
@@ -116,6 +117,9 @@ class _Process:
         self.stdout = _Tail(self.proc.stdout, cap)
         self.stderr = _Tail(self.proc.stderr, cap)
         self.lock = threading.Lock()
+        # Replies are decoded as Node decodes a local worker's pipe: a
+        # character split across two reads is whole, invalid bytes become U+FFFD.
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.next_seq = 0
         self.held = {}
 
@@ -192,7 +196,7 @@ class WorkerHost:
             chunks.append(chunk)
             ready, _, _ = select.select([process.reply_read], [], [], 0)
         else:
-            return {"data": b"".join(chunks).decode("utf-8", "surrogateescape"), "exit": None}
+            return {"data": process.decoder.decode(b"".join(chunks)), "exit": None}
         # The reply pipe closed: the worker has exited (or is about to).
         try:
             code = process.proc.wait(timeout=5)
@@ -210,7 +214,7 @@ class WorkerHost:
             "stdout": process.stdout.text(),
             "stderr": process.stderr.text(),
         }
-        return {"data": b"".join(chunks).decode("utf-8", "surrogateescape"), "exit": exit_info}
+        return {"data": process.decoder.decode(b"".join(chunks), final=True), "exit": exit_info}
 
     def kill(self, key):
         process = self.processes.get(key)
@@ -394,7 +398,9 @@ def main():
         # A connect still under way in its thread must not hold the exit.
         os._exit(0)
     timeout_s = float(first.get("connect_timeout_s", 30))
-    size = int(first["actors"])
+    # No more actors than the cluster has CPUs: the rest could never be placed.
+    cpus = int(ray.cluster_resources().get("CPU", 1))
+    size = max(1, min(int(first["actors"]), cpus))
     remote_class = ray.remote(num_cpus=float(first.get("cpus_per_actor", 1)), max_concurrency=64)(WorkerHost)
     driver = Driver(ray, remote_class, size, max_replacements=size * 2)
     try:
