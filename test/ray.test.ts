@@ -29,12 +29,12 @@ function comparable(stdout: string): string {
 }
 
 /** The gatekept actors still alive, once the cluster has had a few seconds to end those being killed. */
-async function liveActors(address: string): Promise<string[]> {
+async function liveActors(address: string, attempts = 5): Promise<string[]> {
   let names: string[] = [];
-  for (let attempt = 0; attempt < 5; attempt += 1) {
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
     const { stdout } = await run(rayPython!, [path.join(FIXTURES, 'ray', 'named-actors.py'), address], { env: { ...process.env, ...RAY_LOOPBACK_ENV } });
     names = JSON.parse(stdout.trim().split('\n').pop()!) as string[];
-    if (names.length === 0) return names;
+    if (names.length === 0 || attempt === attempts - 1) return names;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   return names;
@@ -103,6 +103,35 @@ describe.skipIf(rayPython === null)('--ray', () => {
     expect(remoteRest).toEqual(localRest);
     expect(executor?.lost.map((loss) => loss.actor)).toEqual([killed]);
     expect(told).toEqual([killed]);
+    expect(await liveActors(head.address)).toEqual([]);
+  });
+
+  it('leaves no actor behind when interrupted', async () => {
+    const running = cli(
+      [
+        'scan',
+        '--results',
+        TRL,
+        '--reward',
+        path.join(FIXTURES, 'ray', 'slow-gameable.py:reward'),
+        '--field',
+        FIELDS,
+        '--python',
+        PYTHON,
+        '--workers',
+        '1',
+        '--ray',
+        head.address,
+      ],
+      { env },
+    );
+    const deadline = Date.now() + 60_000;
+    let seen: string[] = [];
+    while (seen.length === 0 && Date.now() < deadline) seen = await liveActors(head.address, 1);
+    expect(seen).toHaveLength(1);
+    running.kill('SIGINT');
+    const result = await running;
+    expect(result.exitCode).toBe(130);
     expect(await liveActors(head.address)).toEqual([]);
   });
 
