@@ -31,14 +31,14 @@ SECCOMP_FD = 5
 NAMESPACE = "gatekept"
 
 _out_lock = threading.Lock()
-_replies = os.fdopen(REPLY_FD, "w", encoding="utf-8", buffering=1)
+_replies = []  # the reply pipe, opened by main()
 
 
 def send(message):
     line = json.dumps(message, separators=(",", ":")) + "\n"
     with _out_lock:
-        _replies.write(line)
-        _replies.flush()
+        _replies[0].write(line)
+        _replies[0].flush()
 
 
 def _child_setup(fds):
@@ -84,7 +84,7 @@ class _Tail:
 class _Process:
     """One worker process on the actor's node, and its two protocol pipes."""
 
-    def __init__(self, spec):
+    def __init__(self, spec, created):
         request_read, self.request_write = os.pipe()
         self.reply_read, reply_write = os.pipe()
         fds = [(request_read, REQUEST_FD), (reply_write, REPLY_FD)]
@@ -97,7 +97,7 @@ class _Process:
             os.write(seccomp_write, program)
             os.close(seccomp_write)
             fds.append((seccomp_read, SECCOMP_FD))
-        self._materialise(spec.get("files") or {})
+        self._materialise(spec.get("files") or {}, created)
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - the command Node prepared
                 spec["argv"],
@@ -124,13 +124,20 @@ class _Process:
         self.held = {}
 
     @staticmethod
-    def _materialise(files):
+    def _materialise(files, created):
         """Files the launch names (the sandbox's account files, the compiled
-        harness...), written where Node wrote them when this node lacks them."""
+        harness...), written where Node wrote them when this node lacks them;
+        the topmost directory made for them is noted, to go with the actor."""
         for target, encoded in files.items():
             if os.path.exists(target):
                 continue
-            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            parent = os.path.dirname(target)
+            top = parent
+            while not os.path.exists(os.path.dirname(top)):
+                top = os.path.dirname(top)
+            if not os.path.exists(top):
+                created.add(top)
+            os.makedirs(parent, mode=0o700, exist_ok=True)
             with open(target, "wb") as handle:
                 handle.write(base64.b64decode(encoded))
 
@@ -165,6 +172,8 @@ class WorkerHost:
 
     def __init__(self):
         self.processes = {}
+        # Work directories this actor wrote on its node (see _materialise).
+        self.created = set()
 
     def node(self):
         import ray
@@ -172,7 +181,7 @@ class WorkerHost:
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
 
     def start(self, key, spec):
-        self.processes[key] = _Process(spec)
+        self.processes[key] = _Process(spec, self.created)
         return os.getpid()
 
     def write(self, key, seq, data):
@@ -222,8 +231,13 @@ class WorkerHost:
             process.kill()
 
     def kill_all(self):
+        import shutil
+
         for process in list(self.processes.values()):
             process.kill()
+        for directory in self.created:
+            shutil.rmtree(directory, ignore_errors=True)
+        self.created.clear()
 
 
 class Driver:
@@ -387,6 +401,7 @@ def connect(request):
 
 
 def main():
+    _replies.append(os.fdopen(REPLY_FD, "w", encoding="utf-8", buffering=1))
     requests = os.fdopen(REQUEST_FD, "r", encoding="utf-8")
     first = json.loads(requests.readline() or "{}")
     if first.get("op") != "connect":
@@ -431,7 +446,7 @@ def main():
         except Exception:  # noqa: BLE001, S110 - on the way out
             pass
     send({"op": "bye"})
-    _replies.close()
+    _replies[0].close()
     os._exit(0)
 
 
