@@ -7,12 +7,12 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { noRewardResult, skippedResult, type EvalRequest, type EvalResult, type EvaluateOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
+import { skippedResult, type EvalRequest, type EvalResult, type EvaluateOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';
 import { earlyExit, importTimeout, loadFailure } from './load-failure.js';
-import { describeExit, waitFor, type ExitInfo } from './python-process.js';
+import { waitFor } from './python-process.js';
 import { probePython } from './resolve-python.js';
 import { writeCompiled } from './runtime-cache.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
@@ -21,56 +21,18 @@ import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
 import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
 import { KILL_WAIT_MS, Worker, type WorkerLaunch, type WorkerLauncher } from './worker.js';
 import { pythonEnv } from './python-env.js';
-
-/** Slack on top of the call timeout before a silent worker is presumed stuck. */
-const CALL_GRACE_MS = 1000;
-/** The worker times its own import out first, so it can say where it hung. */
-const IMPORT_GRACE_MS = 1000;
-
-/**
- * After the import the worker warms the verifier up with a few calls (see
- * _warm_up in python/gatekept_calls.py), within one call timeout in all; a warm-up
- * that kills or hangs the worker is given up after that and a second of
- * slack, and the worker is started again, importing the verifier once more,
- * without one.
- */
-function readyDeadlineMs(importTimeoutMs: number, callTimeoutMs: number): number {
-  const importWallMs = importTimeoutMs * IMPORT_WALL_FACTOR;
-  return 2 * importWallMs + callTimeoutMs + 1000 + IMPORT_GRACE_MS;
-}
-
-const MAX_RESTARTS = 50;
-/** Starts of a worker again because its host was lost (not the verifier's doing), per session. */
-const MAX_HOST_LOSSES = 8;
-
-type SegmentOutcome =
-  | { kind: 'done' }
-  /** The worker itself reported a timeout at `index` and was asked to stop there. */
-  | { kind: 'stopped'; index: number }
-  | { kind: 'timeout'; index: number; ms: number }
-  | { kind: 'crashed'; index: number; ms: number; exit: ExitInfo }
-  /** The worker's host (a Ray actor) was lost: the call at `index` never finished, and runs again on another. */
-  | { kind: 'lost'; index: number };
-
-function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
-  // Mirrors the worker's own timeout reply so the path taken does not show.
-  return noRewardResult('timeout', { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` }, ms);
-}
-
-/** A process of the audit found stopped: its silence is not the verifier's time, so nothing can be decided. */
-function stoppedFailure(when: string): GatekeptError {
-  return new GatekeptError('HARNESS_FAILED', `a process of the audit was stopped ${when} (SIGSTOP or the like), so it could not answer: nothing was decided`, {
-    suggestion: 'the verifier or something it started stops processes; audit a verifier that does not',
-  });
-}
-
-function crashedResult(exit: ExitInfo, ms: number): EvalResult {
-  return noRewardResult('crashed', { type: 'ProcessExited', message: `the verifier process ${describeExit(exit)}` }, ms);
-}
-
-function roundMs(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
-}
+import {
+  CALL_GRACE_MS,
+  crashedResult,
+  HostLost,
+  MAX_HOST_LOSSES,
+  MAX_RESTARTS,
+  readyDeadlineMs,
+  roundMs,
+  type SegmentOutcome,
+  stoppedFailure,
+  timeoutResult,
+} from './session-outcomes.js';
 
 /**
  * A batch serialised and sent when it was handed over, behind the batches
@@ -510,13 +472,6 @@ class PythonSession implements VerifierSession {
       if (stopped()) return;
       if (!worker.write(chunk)) await worker.drain();
     }
-  }
-}
-
-/** A worker's host was lost while it started (see launch). */
-class HostLost extends Error {
-  constructor(readonly failure: GatekeptError) {
-    super(failure.message);
   }
 }
 
