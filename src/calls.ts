@@ -123,8 +123,23 @@ export interface QueueOptions extends EvaluateOptions {
   oneBatch?: boolean;
 }
 
+/**
+ * Where the calls ran when not on this machine: a Ray cluster's actors (see
+ * runtime/ray), and the actors lost on the way, whose calls ran again on
+ * another. Records carry it as `executor`; a local run's have none.
+ */
+export interface ExecutorInfo {
+  kind: 'ray';
+  address: string;
+  actors: number;
+  nodes: number;
+  lost: { actor: string; reason: string }[];
+}
+
 /** The queue an audit's calls go through: sessions that may grow in number with the work ahead. */
 export interface CallQueue extends VerifierSession {
+  /** Where the calls ran, when not here (see ExecutorInfo). */
+  executor?(): ExecutorInfo | null;
   /** Settled once the first session is up (and its info is known). */
   readonly ready: Promise<void>;
   /** Told how many calls are expected from here on, so sessions can be started ahead of them. */

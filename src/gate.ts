@@ -1,3 +1,4 @@
+import type { RayOptions } from './runtime/ray/ray-backend.js';
 import { availableParallelism } from 'node:os';
 import { hardBoundMs, withinHardBound } from './runtime/hard-bound.js';
 import path from 'node:path';
@@ -24,6 +25,10 @@ export interface GateOptions extends AuditOptions {
   sandbox?: SandboxMode;
   pythonpath?: readonly string[];
   workers?: number;
+  /** Run the verifier's calls on a Ray cluster's actors instead of here (see runtime/ray). */
+  ray?: RayOptions;
+  /** Told each Ray actor lost during the run (its calls ran again on another). */
+  onActorLost?: (actor: string, reason: string) => void;
 }
 
 export interface GateResult extends AuditOutcome {
@@ -73,6 +78,8 @@ export function verifierOptions(options: GateOptions, { cwd, target, start: { po
     importTimeoutMs: policy.timeouts.importMs,
     memoryMb: policy.limits.memoryMb,
     workers: Math.max(1, options.workers ?? availableParallelism()),
+    ...(options.ray ? { ray: options.ray } : {}),
+    ...(options.onActorLost ? { onActorLost: options.onActorLost } : {}),
   };
 }
 

@@ -71,6 +71,8 @@ it('accepts exactly what the schema accepts, with the same values', () => {
     'pythonpath',
     'completionFormat',
     'workers',
+    'ray',
+    'rayPython',
     'unknown',
   ];
   const variants: unknown[] = [base, {}, null, 'options', [], { ...base, answer: undefined, dataset: 'rows.jsonl' }, { ...base, dataset: 'rows.jsonl' }];

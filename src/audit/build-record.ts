@@ -8,7 +8,7 @@ import { alternatesOf, type AuditPlan } from './plan-audit.js';
 import { policyRecord, type GatePolicy } from './policy.js';
 import { AUDIT_SCHEMA, PASS_STATEMENT, REJECT_STATEMENT, type AuditRecord } from './record.js';
 import { riskLabel, type HackRate } from './score.js';
-import type { VerifierInfo } from '../calls.js';
+import type { ExecutorInfo, VerifierInfo } from '../calls.js';
 import { TOOL } from '../tool-info.js';
 import type { CompletionFormat } from '../types.js';
 
@@ -44,6 +44,8 @@ export interface RecordInput {
   info: VerifierInfo;
   /** How the verifier ran: in the bubblewrap sandbox, or guarded by the audit hook alone. */
   isolation: 'bwrap' | 'none';
+  /** Where the calls ran, when not on this machine. */
+  executor?: ExecutorInfo | null;
   timing: { totalMs: number; evaluations: number; slowCalls?: NonNullable<AuditRecord['timing']['slow_calls']> | null };
 }
 
@@ -114,6 +116,7 @@ export async function buildRecord(input: RecordInput): Promise<AuditRecord> {
     environment: { python: info.pythonVersion, isolation: input.isolation },
     tool: { name: TOOL.name, version: TOOL.version },
     statement: decision.decision === 'PASS' ? PASS_STATEMENT : REJECT_STATEMENT,
+    ...(input.executor ? { executor: input.executor } : {}),
     timing: {
       total_ms: Math.round(totalMs),
       import_ms: Math.round(info.importMs),

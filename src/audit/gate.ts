@@ -243,6 +243,7 @@ export async function runAudit(options: AuditOptions, verifier: Verifier, start:
       decision,
       info,
       isolation: pool.isolation,
+      executor: pool.executor?.() ?? null,
       timing: { totalMs: performance.now() - started, evaluations: evaluator.evaluations, slowCalls: evaluator.slow.record() },
     });
     await closing;

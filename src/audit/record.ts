@@ -260,6 +260,17 @@ function buildAuditRecordSchema() {
       environment: z.object({ python: z.string(), isolation: z.enum(['bwrap', 'none']).optional() }).strict(),
       tool: z.object({ name: z.string(), version: z.string() }).strict(),
       statement: z.string(),
+      /** Where the calls ran when not on this machine (--ray); absent for a local run. Like timing, not a function of the inputs. */
+      executor: z
+        .object({
+          kind: z.literal('ray'),
+          address: z.string(),
+          actors: z.number().int(),
+          nodes: z.number().int(),
+          lost: z.array(z.object({ actor: z.string(), reason: z.string() }).strict()),
+        })
+        .strict()
+        .optional(),
       /** The only non-deterministic field. */
       timing: z
         .object({

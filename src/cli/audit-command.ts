@@ -4,7 +4,7 @@ import type { Io } from './io.js';
 import type { ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { addShared, collect, integer, parseOptions, sharedSchema } from './options.js';
+import { addShared, rayOptions, collect, integer, parseOptions, sharedSchema } from './options.js';
 import { parseDatasetFiles, parseEnvArgs } from '../env-audit/env-load.js';
 import { reportFormatFor, writeReport } from '../report/render-report.js';
 import { resolvePython } from '../runtime/resolve-python.js';
@@ -30,6 +30,8 @@ export const AUDIT_SHARED = [
   'pythonpath',
   'workers',
   'sandbox',
+  'ray',
+  'rayPython',
 ] as const;
 
 const auditOptionsSchema = () =>
@@ -102,6 +104,7 @@ export function auditCommand(io: Io, setExit: (code: ExitCode) => void): Command
         ...(options.seed !== undefined ? { seed: options.seed } : {}),
         ...(options.strict ? { strict: true } : {}),
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...rayOptions(options),
         ...(envArgs ? { envArgs } : {}),
         datasets,
         ...(options.hfCache === false ? { hfCache: null } : options.hfCache !== undefined ? { hfCache: options.hfCache } : {}),

@@ -25,6 +25,8 @@ export const GATE_SHARED = [
   'pythonpath',
   'workers',
   'sandbox',
+  'ray',
+  'rayPython',
 ] as const;
 
 /*
@@ -91,6 +93,9 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
     if (!isText(options.seed) || !SEED.test(options.seed) || Number(options.seed) > 0xffff_ffff) return null;
     seed = Number(options.seed);
   }
+  const { ray, rayPython } = options;
+  if (ray !== undefined && ray !== true && !isName(ray)) return null;
+  if (rayPython !== undefined && !isName(rayPython)) return null;
   let workers: number | undefined;
   if (options.workers !== undefined) {
     if (!isText(options.workers) || !WHOLE.test(options.workers)) return null;
@@ -115,5 +120,7 @@ export function checkedGateOptions(options: unknown): GateCliOptions | null {
     attacks: [...attacks],
     completionFormat,
     ...(workers === undefined ? {} : { workers }),
+    ...(ray === undefined ? {} : { ray }),
+    ...(rayPython === undefined ? {} : { rayPython }),
   };
 }

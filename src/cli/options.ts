@@ -110,7 +110,27 @@ export const SHARED_OPTIONS = {
     () => z.enum(SANDBOX_MODES).default('auto'),
     (built) => built.choices([...SANDBOX_MODES]).default('auto'),
   ),
+  ray: option('ray', '--ray [address]', "run the verifier's calls on a Ray cluster's actors (address HOST:PORT; none: the cluster this node belongs to)", () =>
+    z.union([z.literal(true), z.string().min(1, 'give the Ray address as HOST:PORT, or --ray alone')]).optional(),
+  ),
+  rayPython: option(
+    'rayPython',
+    '--ray-python <path>',
+    'interpreter of a virtualenv with Ray, for --ray (default: the one `scripts/setup-python-env.sh ray` builds)',
+    () => z.string().min(1, 'give the interpreter of a virtualenv with Ray').optional(),
+  ),
 } as const;
+
+/** The library's Ray options from --ray and --ray-python (none without --ray). */
+export function rayOptions(options: { ray?: string | true | undefined; rayPython?: string | undefined }): { ray?: { address?: string; python?: string } } {
+  if (options.ray === undefined) return {};
+  return {
+    ray: {
+      ...(options.ray === true ? {} : { address: options.ray }),
+      ...(options.rayPython !== undefined ? { python: options.rayPython } : {}),
+    },
+  };
+}
 
 export type SharedName = keyof typeof SHARED_OPTIONS;
 

@@ -12,7 +12,7 @@ import { defaultIo, type Io, terminalIo } from './io.js';
 import { TOOL } from '../tool-info.js';
 import { COMPLETION_FORMATS } from '../types.js';
 import { checkedGateOptions, GATE_SHARED, gateOptionsSchema } from './option-schemas.js';
-import { addShared, collect, parseOptions, sharedSchema } from './options.js';
+import { addShared, rayOptions, collect, parseOptions, sharedSchema } from './options.js';
 import { requireAfterUnknownOptions } from './required-options.js';
 
 /**
@@ -113,6 +113,13 @@ function gateCommand(io: Io, setExit: (code: ExitCode) => void): Command {
         ...(options.attacks.length > 0 ? { attacks: options.attacks } : {}),
         completionFormat: options.completionFormat,
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...rayOptions(options),
+        ...(options.ray !== undefined
+          ? {
+              onActorLost: (actor: string, reason: string) =>
+                io.stderr(`warning: Ray actor ${actor} was lost (${reason}); its calls ran again on another actor\n`),
+            }
+          : {}),
         ...(progress ? { onProgress: progress.update } : {}),
       });
       progress?.done();

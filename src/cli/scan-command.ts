@@ -4,7 +4,7 @@ import type { Io } from './io.js';
 import { EXIT, GatekeptError, type ExitCode } from '../errors.js';
 import { DEFAULT_POLICY, loadPolicy } from '../audit/policy.js';
 import { createProgress } from './progress.js';
-import { addShared, collect, type HelpOverrides, parseOptions, reportFile, sharedSchema } from './options.js';
+import { addShared, rayOptions, collect, type HelpOverrides, parseOptions, reportFile, sharedSchema } from './options.js';
 import { resolvePython } from '../runtime/resolve-python.js';
 import { openSandbox } from '../runtime/sandbox.js';
 import { COMPLETION_FORMATS } from '../types.js';
@@ -12,7 +12,7 @@ import { COMPLETION_FORMATS } from '../types.js';
 /** `gatekept scan`: rollouts and a verifier in, the scan's summary (or record), reports and an exit code out. */
 
 /** What `scan` takes from the shared option table (see options.ts). */
-const SCAN_SHARED = ['answerType', 'choices', 'policy', 'seed', 'json', 'python', 'pythonpath', 'workers', 'sandbox'] as const;
+const SCAN_SHARED = ['answerType', 'choices', 'policy', 'seed', 'json', 'python', 'pythonpath', 'workers', 'sandbox', 'ray', 'rayPython'] as const;
 
 const scanOptionsSchema = () =>
   z.object({
@@ -58,7 +58,7 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
   addShared(command, ['python', 'pythonpath'], SCAN_HELP).addOption(
     new Option('--completion-format <kind>', 'pass completions as chat messages or plain strings').choices([...COMPLETION_FORMATS]).default('messages'),
   );
-  return addShared(command, ['workers', 'sandbox'], SCAN_HELP).action(async (raw: Record<string, unknown>) => {
+  return addShared(command, ['workers', 'sandbox', 'ray', 'rayPython'], SCAN_HELP).action(async (raw: Record<string, unknown>) => {
     const options = parseOptions(scanOptionsSchema(), raw, 'scan');
     if ((options.reward === undefined) === (options.env === undefined)) {
       throw new GatekeptError('BAD_ARGUMENT', 'give exactly one of --reward or --env to re-score the rollouts with', {
@@ -89,6 +89,13 @@ export function scanCommand(io: Io, setExit: (code: ExitCode) => void): Command 
         pythonpath: options.pythonpath,
         completionFormat: options.completionFormat,
         ...(options.workers !== undefined ? { workers: options.workers } : {}),
+        ...rayOptions(options),
+        ...(options.ray !== undefined
+          ? {
+              onActorLost: (actor: string, reason: string) =>
+                io.stderr(`warning: Ray actor ${actor} was lost (${reason}); its calls ran again on another actor\n`),
+            }
+          : {}),
         ...(progress ? { onProgress: progress.update } : {}),
         ...(emitter ? { onExploit: emitter.add.bind(emitter) } : {}),
         ...(options.out !== undefined ? { verdicts: options.out } : {}),

@@ -1,3 +1,4 @@
+import type { RayOptions } from '../runtime/ray/ray-backend.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { hardBoundMs, withinHardBound } from '../runtime/hard-bound.js';
 import { existsSync, statSync } from 'node:fs';
@@ -65,6 +66,8 @@ export interface EnvAuditOptions {
   /** Also reject the weighted total on any false accept (overrides the policy). */
   strict?: boolean;
   workers?: number;
+  /** Run the verifier's calls on a Ray cluster's actors (see runtime/ray). */
+  ray?: RayOptions;
   /** Keyword arguments for the environment's loader, as `vf-eval --env-args` takes them (see EnvLoad). */
   envArgs?: Readonly<Record<string, unknown>>;
   /** Datasets the environment loads by name, served from local files instead (name -> file; --local-dataset). */
@@ -141,6 +144,7 @@ function scoringOptions(options: ResolvedOptions, policy: GatePolicy, pythonpath
     answerType: options.answerType ?? 'auto',
     ...(options.choices ? { choices: options.choices } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    ...(options.ray ? { ray: options.ray } : {}),
   };
 }
 
@@ -228,6 +232,7 @@ async function auditRewards(
     format: options.format === undefined || (Array.isArray(options.format) && options.format.length === 0) ? 'auto' : options.format,
     ...(options.strict ? { strict: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    ...(options.ray ? { ray: options.ray } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     load,
     // With more than one, every call reads each of them beside the total, and their gates read those calls.

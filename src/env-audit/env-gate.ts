@@ -1,3 +1,4 @@
+import type { RayOptions } from '../runtime/ray/ray-backend.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -53,6 +54,8 @@ export interface EnvGateOptions {
   format: AnswerFormat | 'auto' | string | readonly string[];
   strict?: boolean;
   workers?: number;
+  /** Run the verifier's calls on a Ray cluster's actors (see runtime/ray). */
+  ray?: RayOptions;
   /** Arguments, local datasets and the Hugging Face cache, as for inspecting it. */
   load?: EnvLoad;
   /** The rewards gated on their own beside the total: every call reads them all. */
@@ -117,6 +120,7 @@ export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
     completionFormat: 'string',
     ...(options.strict ? { strict: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    ...(options.ray ? { ray: options.ray } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   };
   // Started by the first gate. A gate that fails leaves them to nobody: the

@@ -170,6 +170,7 @@ export class ScoreBook {
       get ready() {
         return pool.ready;
       },
+      executor: () => pool.executor?.() ?? null,
       // A gate after the first reads most of its calls: its estimate of the calls ahead would start workers for nothing.
       reserve: (expected: number) => {
         if (options.reserve) pool.reserve(expected);

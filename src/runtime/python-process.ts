@@ -19,9 +19,12 @@ import { bwrapCommand, type BwrapLaunch, SECCOMP_FD, type Sandbox, type SandboxL
 export interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
+  /** Set when the process was not seen to end but its host was lost (a Ray actor that died): the call is run again elsewhere. */
+  lost?: string;
 }
 
 export function describeExit(info: ExitInfo): string {
+  if (info.lost) return `was lost with its host (${info.lost})`;
   return info.signal !== null ? `was killed by ${info.signal}` : `exited with code ${info.code ?? '?'}`;
 }
 
@@ -160,10 +163,7 @@ export class PythonProcess {
   }
 
   static async start(options: PythonProcessOptions): Promise<PythonProcess> {
-    const pythonArgs = ['-B', '-X', 'utf8', ...options.args];
-    const launch = options.sandbox
-      ? await bwrapCommand(options.sandbox.sandbox, options.sandbox.layout, options.python, pythonArgs)
-      : { command: options.python, args: pythonArgs, seccompFile: null };
+    const launch = await launchCommand(options);
     // bubblewrap reads its seccomp filter from fd SECCOMP_FD and closes it.
     // Our copy is opened close-on-exec and closed as soon as the child exists
     // (spawn returns after the exec), so no other process inherits it.
@@ -286,6 +286,14 @@ export class PythonProcess {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
+}
+
+/** The command line that runs the interpreter as given: in the sandbox when there is one. */
+export async function launchCommand(options: Pick<PythonProcessOptions, 'python' | 'args' | 'sandbox'>): Promise<BwrapLaunch> {
+  const pythonArgs = ['-B', '-X', 'utf8', ...options.args];
+  return options.sandbox
+    ? await bwrapCommand(options.sandbox.sandbox, options.sandbox.layout, options.python, pythonArgs)
+    : { command: options.python, args: pythonArgs, seccompFile: null };
 }
 
 /** bubblewrap reports a child killed by signal N as exit status 128 + N, like a shell. */

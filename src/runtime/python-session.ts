@@ -7,67 +7,32 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { noRewardResult, skippedResult, type EvalRequest, type EvalResult, type EvaluateOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
+import { skippedResult, type EvalRequest, type EvalResult, type EvaluateOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
 import { GatekeptError } from '../errors.js';
 import { HARNESS_PATH } from '../paths.js';
 import { liveDirRegistry } from './cleanup.js';
 import { earlyExit, importTimeout, loadFailure } from './load-failure.js';
-import { describeExit, waitFor, type ExitInfo } from './python-process.js';
+import { waitFor } from './python-process.js';
 import { probePython } from './resolve-python.js';
 import { writeCompiled } from './runtime-cache.js';
 import { hopedLaunch, hopedSandbox, openSandbox, sameSandbox, SANDBOX_HOME, SANDBOX_TMP, type Sandbox, type SandboxLayout } from './sandbox.js';
 import { IMPORT_WALL_FACTOR, normaliseOptions, type NormalisedOptions, type SessionOptions } from './session-options.js';
-import { stoppedInTree } from './process-tree.js';
 import { makeWorkDir, removeWorkDirSync } from './stale-dirs.js';
 import { protocolError, readReady, readReply, RequestWriter, STRAY_EFFECT, tampered, type WorkerReply } from './wire.js';
-import { KILL_WAIT_MS, Worker, type WorkerLaunch } from './worker.js';
+import { KILL_WAIT_MS, Worker, type WorkerLaunch, type WorkerLauncher } from './worker.js';
 import { pythonEnv } from './python-env.js';
-
-/** Slack on top of the call timeout before a silent worker is presumed stuck. */
-const CALL_GRACE_MS = 1000;
-/** The worker times its own import out first, so it can say where it hung. */
-const IMPORT_GRACE_MS = 1000;
-
-/**
- * After the import the worker warms the verifier up with a few calls (see
- * _warm_up in python/gatekept_calls.py), within one call timeout in all; a warm-up
- * that kills or hangs the worker is given up after that and a second of
- * slack, and the worker is started again, importing the verifier once more,
- * without one.
- */
-function readyDeadlineMs(importTimeoutMs: number, callTimeoutMs: number): number {
-  const importWallMs = importTimeoutMs * IMPORT_WALL_FACTOR;
-  return 2 * importWallMs + callTimeoutMs + 1000 + IMPORT_GRACE_MS;
-}
-
-const MAX_RESTARTS = 50;
-
-type SegmentOutcome =
-  | { kind: 'done' }
-  /** The worker itself reported a timeout at `index` and was asked to stop there. */
-  | { kind: 'stopped'; index: number }
-  | { kind: 'timeout'; index: number; ms: number }
-  | { kind: 'crashed'; index: number; ms: number; exit: ExitInfo };
-
-function timeoutResult(callTimeoutMs: number, ms: number): EvalResult {
-  // Mirrors the worker's own timeout reply so the path taken does not show.
-  return noRewardResult('timeout', { type: 'Timeout', message: `the verifier did not return within ${callTimeoutMs} ms` }, ms);
-}
-
-/** A process of the audit found stopped: its silence is not the verifier's time, so nothing can be decided. */
-function stoppedFailure(when: string): GatekeptError {
-  return new GatekeptError('HARNESS_FAILED', `a process of the audit was stopped ${when} (SIGSTOP or the like), so it could not answer: nothing was decided`, {
-    suggestion: 'the verifier or something it started stops processes; audit a verifier that does not',
-  });
-}
-
-function crashedResult(exit: ExitInfo, ms: number): EvalResult {
-  return noRewardResult('crashed', { type: 'ProcessExited', message: `the verifier process ${describeExit(exit)}` }, ms);
-}
-
-function roundMs(ms: number): number {
-  return Math.round(ms * 1000) / 1000;
-}
+import {
+  CALL_GRACE_MS,
+  crashedResult,
+  HostLost,
+  MAX_HOST_LOSSES,
+  MAX_RESTARTS,
+  readyDeadlineMs,
+  roundMs,
+  type SegmentOutcome,
+  stoppedFailure,
+  timeoutResult,
+} from './session-outcomes.js';
 
 /**
  * A batch serialised and sent when it was handed over, behind the batches
@@ -85,6 +50,7 @@ class PythonSession implements VerifierSession {
   info!: VerifierInfo;
   private worker: Worker | null = null;
   private restarts = 0;
+  private hostLosses = 0;
   private nextId = 1;
   private closed = false;
   private closing: Promise<void> | null = null;
@@ -102,7 +68,9 @@ class PythonSession implements VerifierSession {
     private readonly sandbox: Sandbox,
     readable: readonly string[],
     harness: string,
+    private readonly launcher: WorkerLauncher | null = null,
   ) {
+    launcher?.retain();
     const home = path.join(workdir, 'home');
     const tmp = path.join(workdir, 'tmp');
     const isolated = sandbox.kind === 'bwrap';
@@ -187,6 +155,7 @@ class PythonSession implements VerifierSession {
     // thread-pool calls for each would take, on the way out of every audit.
     removeWorkDirSync(this.workdir);
     liveDirRegistry().delete(this.workdir);
+    await this.launcher?.release();
   }
 
   private assertOpen(): void {
@@ -221,6 +190,12 @@ class PythonSession implements VerifierSession {
       if (this.closed) {
         throw new GatekeptError('HARNESS_FAILED', 'the verifier session was closed during an evaluation');
       }
+      if (outcome.kind === 'lost') {
+        // Not the verifier's doing: the call in flight runs again on a worker elsewhere.
+        start = outcome.index;
+        await this.restart(false);
+        continue;
+      }
       if (outcome.kind !== 'stopped') {
         results[outcome.index] = outcome.kind === 'timeout' ? timeoutResult(this.options.callTimeoutMs, outcome.ms) : crashedResult(outcome.exit, outcome.ms);
       }
@@ -244,7 +219,7 @@ class PythonSession implements VerifierSession {
     return this.worker!;
   }
 
-  private async restart(): Promise<void> {
+  private async restart(countsAsRestart = true): Promise<void> {
     this.assertOpen();
     const old = this.worker;
     this.worker = null;
@@ -254,7 +229,12 @@ class PythonSession implements VerifierSession {
       old.kill();
       await waitFor(old.done, KILL_WAIT_MS);
     }
-    this.restarts += 1;
+    if (!countsAsRestart && ++this.hostLosses > MAX_HOST_LOSSES) {
+      throw new GatekeptError('HARNESS_FAILED', `the hosts of the verifier's workers were lost more than ${MAX_HOST_LOSSES} times in one session; giving up`, {
+        suggestion: 'check the health of the Ray cluster (`ray status`), or run without --ray',
+      });
+    }
+    if (countsAsRestart) this.restarts += 1;
     if (this.restarts > MAX_RESTARTS) {
       throw new GatekeptError('HARNESS_FAILED', `the verifier crashed or hung more than ${MAX_RESTARTS} times in one session; giving up`, {
         suggestion: 'run the verifier on a few of the failing completions by hand to see why it dies',
@@ -293,8 +273,19 @@ class PythonSession implements VerifierSession {
   }
 
   private async launch(warmUp = true): Promise<{ worker: Worker; info: VerifierInfo }> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.launchOnce(warmUp);
+      } catch (error) {
+        // A host lost while the worker started says nothing of the verifier: start it on another.
+        if (!(error instanceof HostLost) || attempt >= MAX_HOST_LOSSES) throw error instanceof HostLost ? error.failure : error;
+      }
+    }
+  }
+
+  private async launchOnce(warmUp: boolean): Promise<{ worker: Worker; info: VerifierInfo }> {
     const options = this.options;
-    const worker = await Worker.start(options, this.launchSpec);
+    const worker = await Worker.start(options, this.launchSpec, this.launcher);
     try {
       const init = {
         op: 'init',
@@ -335,7 +326,7 @@ class PythonSession implements VerifierSession {
       };
       const timer = setTimeout(
         () => {
-          const stopped = stoppedInTree(worker.proc.pid);
+          const stopped = worker.isStopped();
           worker.kill();
           settle(() => reject(stopped ? stoppedFailure('while the verifier loaded') : importTimeout(options)));
         },
@@ -353,7 +344,7 @@ class PythonSession implements VerifierSession {
             settle(() => reject(error));
           }
         },
-        exit: (info) => settle(() => reject(earlyExit(info, worker, options))),
+        exit: (info) => settle(() => reject(info.lost ? new HostLost(earlyExit(info, worker, options)) : earlyExit(info, worker, options))),
       });
     });
   }
@@ -397,7 +388,7 @@ class PythonSession implements VerifierSession {
         // Silent past its time: a verifier that is merely slow, or a process
         // of the audit stopped so that it cannot answer. The first is a
         // timeout; the second leaves nothing to vouch for.
-        if (stoppedInTree(worker.proc.pid)) return fail(stoppedFailure('during a call'));
+        if (worker.isStopped()) return fail(stoppedFailure('during a call'));
         worker.kill();
         const ms = roundMs(performance.now() - inFlightSince);
         settle(() => resolve({ kind: 'timeout', index: next, ms }));
@@ -458,6 +449,7 @@ class PythonSession implements VerifierSession {
           timer.refresh();
         },
         exit: (exit) => {
+          if (exit.lost) return settle(() => resolve({ kind: 'lost', index: next }));
           const ms = roundMs(performance.now() - inFlightSince);
           settle(() => resolve({ kind: 'crashed', index: next, ms, exit }));
         },
@@ -483,7 +475,17 @@ class PythonSession implements VerifierSession {
   }
 }
 
-export async function openVerifierSession(options: SessionOptions): Promise<VerifierSession> {
+/**
+ * A session whose workers are started by `launcher` (a Ray cluster's actors,
+ * see ray/ray-backend.ts) instead of here; null starts them here.
+ */
+export async function openVerifierSession(options: SessionOptions, launcher: WorkerLauncher | null = null): Promise<VerifierSession> {
+  if (launcher) {
+    // The hoped-for start below is a local launch's shortcut; the probe's
+    // answer is what the launch spec is built from.
+    const normalised = normaliseOptions(options);
+    return startSession(normalised, await openSandbox(normalised.sandbox), launcher);
+  }
   const normalised = normaliseOptions(options);
   // The first worker of a process starts in the sandbox hoped for without
   // waiting for the probe; coming up, it answers the probe's question, so
@@ -516,7 +518,7 @@ export async function openVerifierSession(options: SessionOptions): Promise<Veri
   return startSession(normalised, await probing);
 }
 
-async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Promise<VerifierSession> {
+async function startSession(normalised: NormalisedOptions, sandbox: Sandbox, launcher: WorkerLauncher | null = null): Promise<VerifierSession> {
   const runtime = await probePython(normalised.python);
   const workdir = await makeWorkDir(liveDirRegistry());
   const readable = [...runtime.paths, ...normalised.pythonpath, ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : [])];
@@ -527,7 +529,7 @@ async function startSession(normalised: NormalisedOptions, sandbox: Sandbox): Pr
   // The compiled harness as this process read and checked it, written into
   // the run's own directory: workers never load a file in the cache.
   const harness = runtime.scripts ? writeCompiled(runtime.scripts, path.join(workdir, 'compiled')) : HARNESS_PATH;
-  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable, harness);
+  const session = new PythonSession({ ...normalised, python }, workdir, sandbox, readable, harness, launcher);
   try {
     await session.start();
   } catch (error) {

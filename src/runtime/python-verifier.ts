@@ -1,7 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Verifier } from '../calls.js';
 import { GatekeptError } from '../errors.js';
-import { openVerifierSession } from './python-session.js';
 import { WorkerPool, type PoolOptions } from './worker-pool.js';
 
 /**
@@ -9,12 +8,15 @@ import { WorkerPool, type PoolOptions } from './worker-pool.js';
  * (`calls.ready` says when it is up), and fresh sessions opened on demand.
  */
 export function startPythonVerifier(options: PoolOptions): Verifier {
-  const { workers: _workers, batchSize: _batchSize, ...sessionOptions } = options;
+  const { workers: _workers, batchSize: _batchSize, ray: _ray, onActorLost: _onActorLost, ...sessionOptions } = options;
+  const calls = WorkerPool.start(options);
   return {
-    calls: WorkerPool.start(options),
+    calls,
     // Not warmed up: it opens on the longest attack (see rescore.ts), as a
-    // training run's process opens on a long completion.
-    openFresh: () => openVerifierSession({ ...sessionOptions, warmUp: false }),
+    // training run's process opens on a long completion. Where the pool's
+    // workers run on a Ray cluster, so does it: a process of its own that
+    // has seen no call, started by an actor.
+    openFresh: () => calls.openSession({ ...sessionOptions, warmUp: false }),
   };
 }
 

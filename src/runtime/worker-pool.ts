@@ -1,5 +1,15 @@
-import { skippedResult, type CallQueue, type EvalRequest, type EvalResult, type QueueOptions, type VerifierInfo, type VerifierSession } from '../calls.js';
+import {
+  skippedResult,
+  type CallQueue,
+  type EvalRequest,
+  type EvalResult,
+  type ExecutorInfo,
+  type QueueOptions,
+  type VerifierInfo,
+  type VerifierSession,
+} from '../calls.js';
 import { openVerifierSession } from './python-session.js';
+import { RayBackend, type RayOptions } from './ray/ray-backend.js';
 import type { SessionOptions } from './session-options.js';
 
 /**
@@ -17,6 +27,10 @@ export interface PoolOptions extends SessionOptions {
   workers: number;
   /** Requests per batch handed to one worker. */
   batchSize?: number;
+  /** Run the workers on a Ray cluster's actors instead of here (see ray/ray-backend.ts). */
+  ray?: RayOptions;
+  /** Told each Ray actor lost during the run (its calls run again on another). */
+  onActorLost?: (actor: string, reason: string) => void;
 }
 
 /**
@@ -116,8 +130,21 @@ export class WorkerPool implements CallQueue {
   private readonly started = performance.now();
   /** Resolves once the first worker is up; rejects if it cannot start. */
   readonly ready: Promise<void>;
+  /** The Ray driver the workers are started through, when they run on a cluster. */
+  private readonly ray: Promise<RayBackend> | null;
+  private rayBackend: RayBackend | null = null;
 
   private constructor(private readonly options: PoolOptions) {
+    this.ray = options.ray ? RayBackend.connect(options.ray, options.workers) : null;
+    this.ray?.then(
+      (backend) => {
+        this.rayBackend = backend;
+        backend.onLost = options.onActorLost ?? null;
+        // The pool holds it until it closes; each session holds it too.
+        backend.retain();
+      },
+      () => undefined,
+    );
     this.ready = this.openOne(true);
     this.ready.catch(() => undefined);
   }
@@ -149,6 +176,22 @@ export class WorkerPool implements CallQueue {
 
   get size(): number {
     return this.sessions.length;
+  }
+
+  /** Where the calls ran: null for this machine. */
+  executor(): ExecutorInfo | null {
+    const info = this.rayBackend?.info;
+    return info ? { ...info, lost: [...info.lost] } : null;
+  }
+
+  /** The Ray driver, when the workers run on a cluster (the tests' and the benchmark's fault injection). */
+  get rayDriver(): RayBackend | null {
+    return this.rayBackend;
+  }
+
+  /** A session of its own, started where the pool's are (the audit's fresh process). */
+  openSession(options: SessionOptions): Promise<VerifierSession> {
+    return this.ray ? this.ray.then((backend) => openVerifierSession(options, backend)) : openVerifierSession(options);
   }
 
   /**
@@ -185,7 +228,7 @@ export class WorkerPool implements CallQueue {
 
   private openOne(first: boolean): Promise<void> {
     this.pendingOpens += 1;
-    const opening = openVerifierSession(this.options).then(
+    const opening = this.openSession(this.options).then(
       (session) => {
         this.pendingOpens -= 1;
         if (first) this.startMs = Math.max(performance.now() - this.started, 1);
@@ -376,5 +419,10 @@ export class WorkerPool implements CallQueue {
     // A worker still starting is closed as soon as it is up.
     await Promise.allSettled(this.openings);
     await Promise.allSettled(this.sessions.map((session) => session.close()));
+    if (this.ray)
+      await this.ray.then(
+        (backend) => backend.release(),
+        () => undefined,
+      );
   }
 }

@@ -3,8 +3,9 @@
  * answering on fd 4, so whatever the verifier prints on stdout/stderr never
  * mixes with replies.
  */
-import type { Writable } from 'node:stream';
-import { LineFramer, PythonProcess, waitFor, type ExitInfo } from './python-process.js';
+import type { Readable, Writable } from 'node:stream';
+import { LineFramer, PythonProcess, waitFor, type ExitInfo, type TailBuffer } from './python-process.js';
+import { stoppedInTree } from './process-tree.js';
 import { MIN_PYTHON, versionText } from './python-minimum.js';
 import type { Sandbox, SandboxLayout } from './sandbox.js';
 import type { NormalisedOptions } from './session-options.js';
@@ -16,6 +17,46 @@ export const KILL_WAIT_MS = 3000;
 const SWEEP_WAIT_MS = 2000;
 /** After the worker exits, replies it already wrote may still be in flight. */
 const REPLY_DRAIN_MS = 1000;
+
+/**
+ * The process a worker speaks to: a local PythonProcess, or one an actor of
+ * a Ray cluster runs on its node (see ray/remote-process.ts), whose pipes are
+ * tunnelled. Either way the protocol, its checks and its timeouts are this
+ * side's.
+ */
+export interface WorkerProcess {
+  readonly requests: Writable | null;
+  readonly replies: Readable | null;
+  readonly exited: Promise<ExitInfo>;
+  readonly stdout: TailBuffer;
+  readonly stderr: TailBuffer;
+  unref(): void;
+  kill(): void;
+  /** Whether a process of its tree is stopped (SIGSTOP): its silence is then not the verifier's time. */
+  isStopped(): boolean;
+}
+
+/** Starts the worker command of a launch somewhere; the local one runs it here. */
+export interface WorkerLauncher {
+  start(options: NormalisedOptions, launch: WorkerLaunch): Promise<WorkerProcess>;
+  /** Held by each session that launches through it (see PythonSession). */
+  retain(): void;
+  release(): Promise<void>;
+}
+
+async function startLocal(options: NormalisedOptions, launch: WorkerLaunch): Promise<WorkerProcess> {
+  const proc = await PythonProcess.start({
+    python: options.python,
+    args: [launch.harness],
+    cwd: launch.cwd,
+    env: launch.env,
+    protocol: true,
+    outputCapBytes: options.outputCapBytes,
+    minimumVersion: versionText(MIN_PYTHON),
+    ...(launch.sandbox ? { sandbox: launch.sandbox } : {}),
+  });
+  return Object.assign(proc, { isStopped: () => stoppedInTree(proc.pid) });
+}
 
 interface WorkerHandlers {
   lines: (lines: string[]) => void;
@@ -37,7 +78,7 @@ export class Worker {
   private readonly requests: Writable;
 
   private constructor(
-    readonly proc: PythonProcess,
+    readonly proc: WorkerProcess,
     private readonly sandboxed: boolean,
   ) {
     this.requests = proc.requests!;
@@ -67,18 +108,14 @@ export class Worker {
     proc.unref();
   }
 
-  static async start(options: NormalisedOptions, launch: WorkerLaunch): Promise<Worker> {
-    const proc = await PythonProcess.start({
-      python: options.python,
-      args: [launch.harness],
-      cwd: launch.cwd,
-      env: launch.env,
-      protocol: true,
-      outputCapBytes: options.outputCapBytes,
-      minimumVersion: versionText(MIN_PYTHON),
-      ...(launch.sandbox ? { sandbox: launch.sandbox } : {}),
-    });
+  static async start(options: NormalisedOptions, launch: WorkerLaunch, launcher: WorkerLauncher | null = null): Promise<Worker> {
+    const proc = launcher ? await launcher.start(options, launch) : await startLocal(options, launch);
     return new Worker(proc, launch.sandbox !== null);
+  }
+
+  /** Whether a process of the worker's tree is stopped (SIGSTOP or the like). */
+  isStopped(): boolean {
+    return this.proc.isStopped();
   }
 
   get stdout(): PythonProcess['stdout'] {

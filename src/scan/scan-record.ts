@@ -1,3 +1,4 @@
+import type { ExecutorInfo } from '../calls.js';
 import type { Levels } from '../audit/calibrate.js';
 import { describeBroken } from '../audit/decide.js';
 import type { GatePolicy } from '../audit/policy.js';
@@ -51,6 +52,8 @@ export interface ScanRecord {
   policy: { max_exploit_rate_ci_hi: number; min_rollouts: number; seed: number; confidence: number; bootstrap_resamples: number };
   statement: string;
   tool: { name: string; version: string };
+  /** Where the calls ran when not on this machine (--ray); absent for a local run. */
+  executor?: ExecutorInfo;
   /** The one field that differs between two runs over the same file. */
   timing: { total_ms: number; calls: number; golds_calibrated: number; rollouts_per_s: number };
 }
@@ -72,6 +75,7 @@ export interface ScanRecordInput {
   layout: RolloutLayout;
   spec: string;
   isolation: string;
+  executor?: ExecutorInfo | null;
   policy: GatePolicy;
   tally: ScanTally;
   broken: readonly BrokenGold[];
@@ -191,6 +195,7 @@ export function buildScanRecord(input: ScanRecordInput): ScanRecord {
     },
     statement: decision === 'PASS' ? PASS_STATEMENT : decision === 'REJECT' ? REJECT_STATEMENT : UNDECIDED_STATEMENT,
     tool: { name: TOOL.name, version: TOOL.version },
+    ...(input.executor ? { executor: input.executor } : {}),
     timing: {
       total_ms: Math.round(input.totalMs),
       calls: input.calls,

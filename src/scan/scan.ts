@@ -6,6 +6,7 @@ import { infoUnder } from '../audit/invariance.js';
 import { DEFAULT_POLICY, type GatePolicy } from '../audit/policy.js';
 import { GatekeptError } from '../errors.js';
 import { resolvePython } from '../runtime/resolve-python.js';
+import type { RayOptions } from '../runtime/ray/ray-backend.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import type { CallQueue, EvalRequest, EvalResult } from '../calls.js';
 import { parseVerifierSpec } from '../runtime/verifier-spec.js';
@@ -61,6 +62,10 @@ export interface ScanOptions {
   pythonpath?: readonly string[];
   completionFormat?: CompletionFormat;
   workers?: number;
+  /** Run the verifier's calls on a Ray cluster's actors (see runtime/ray). */
+  ray?: RayOptions;
+  /** Told each Ray actor lost during the scan (its calls ran again on another). */
+  onActorLost?: (actor: string, reason: string) => void;
   /** Rollouts done, and the total estimated from the bytes read so far. */
   onProgress?: (done: number, total: number) => void;
   /** Every exploit, as it is found (for --emit-attacks). */
@@ -166,6 +171,8 @@ async function scanSource(
       importTimeoutMs: policy.timeouts.importMs,
       memoryMb: policy.limits.memoryMb,
       workers: Math.max(1, options.workers ?? availableParallelism()),
+      ...(options.ray ? { ray: options.ray } : {}),
+      ...(options.onActorLost ? { onActorLost: options.onActorLost } : {}),
     });
   let calls = 0;
   const evaluate = async (requests: EvalRequest[]): Promise<EvalResult[]> => {
@@ -221,6 +228,7 @@ async function scanSource(
       layout: source.layout ?? 'plain',
       spec: options.env !== undefined ? `${options.env} (weighted total)` : options.reward!,
       isolation: pool.isolation,
+      executor: pool.executor?.() ?? null,
       policy,
       tally,
       broken: brokenGold(broken),

@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 
 /** The targets, as named by python/requirements/TARGET.txt. */
-export type TestTarget = 'verifiers-v0' | 'verifiers-v1' | 'openenv';
+export type TestTarget = 'verifiers-v0' | 'verifiers-v1' | 'openenv' | 'ray';
 
 /** Same default and override as the setup script. */
 export function testVenvDir(target: TestTarget = 'verifiers-v0'): string {
