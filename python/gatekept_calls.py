@@ -9,7 +9,7 @@ import sys
 
 import gatekept_reward as _reward
 from gatekept_containment import _housekeeping
-from gatekept_isolation import _arm, _on_timer
+from gatekept_isolation import _arm_call, _on_timer
 from gatekept_output import _REGION_HEADER, _STDERR, _STDOUT, WARMING
 from gatekept_state import (
     MESSAGE_LIMIT,
@@ -387,7 +387,7 @@ def _evaluate(request):
     started = _perf_counter()
     cpu_started = _process_time()
     try:
-        _arm(S.call_timeout)
+        _arm_call(S.call_timeout, started, cpu_started)
         S.active = True
         try:
             value = S.fn(*args, **kwargs)
@@ -416,6 +416,11 @@ def _evaluate(request):
     if S.exit_detail is not None:
         status = "exit"
     elif S.timed_out:
+        status = "timeout"
+    elif status != "timeout" and (elapsed >= S.call_timeout or cpu >= S.call_timeout):
+        # Past the timeout before the timers fired (they may be set up to
+        # _arm_call's slack later): a timeout, as it is when they fire.
+        S.timed_out = True
         status = "timeout"
     if status == "timeout":
         error = {
