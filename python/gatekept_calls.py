@@ -279,16 +279,11 @@ def _completion_text(field):
 _TYPE_JSON = {}
 
 
-def _ms_json(ms):
-    """repr(round(ms, 3)), the JSON of the reply's duration, without round():
-    "%.3f" rounds the same way (both round the exact binary value to three
-    decimals), and a decimal of at most 15 significant digits is the shortest
-    text of the float nearest it, which is what repr() writes."""
-    if 0.0 <= ms < 1e11:
-        text = "%.3f" % ms
-        text = text.rstrip("0")
-        return text + "0" if text[-1] == "." else text
-    return repr(round(ms, 3))
+# The reply's two durations are written with three decimals ("%.3f"), which
+# JSON reads as the same number round(ms, 3) is: both round the exact binary
+# value to three decimals, and the text is read back as the float nearest it.
+# Beyond this bound "%.3f" would write digits past what a double holds.
+_MS_JSON_LIMIT = 1e11
 
 
 def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer):
@@ -297,7 +292,14 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
     environment's library, [type, message, [path, line, function]], from the call's duration and the CPU time it used
     in this process, in unrounded milliseconds, and whether a time limit of
     the verifier's own expired in it."""
-    if status == "ok" and type(reward) is float and not effects and type(request_id) is int:
+    if (
+        status == "ok"
+        and type(reward) is float
+        and not effects
+        and type(request_id) is int
+        and 0.0 <= ms < _MS_JSON_LIMIT
+        and 0.0 <= cpu_ms < _MS_JSON_LIMIT
+    ):
         name = _TYPE_JSON.get(reward_type)
         if name is None:
             name = _encode_json(reward_type)
@@ -305,8 +307,8 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
                 _TYPE_JSON[reward_type] = name
         # repr() of a finite float is valid JSON; the reward is finite here.
         return (
-            '[%d,"ok",%r,%s,null,null,[],%s,%s,%s]\n'
-            % (request_id, reward, name, _ms_json(ms), _ms_json(cpu_ms), "true" if own_timer else "false")
+            '[%d,"ok",%r,%s,null,null,[],%.3f,%.3f,%s]\n'
+            % (request_id, reward, name, ms, cpu_ms, "true" if own_timer else "false")
         ).encode("ascii")
     reply = [
         request_id,
