@@ -9,7 +9,7 @@ import sys
 
 import gatekept_reward as _reward
 from gatekept_containment import _housekeeping
-from gatekept_isolation import _arm, _on_timer
+from gatekept_isolation import _arm_call, _on_timer
 from gatekept_output import _REGION_HEADER, _STDERR, _STDOUT, WARMING
 from gatekept_state import (
     MESSAGE_LIMIT,
@@ -279,16 +279,11 @@ def _completion_text(field):
 _TYPE_JSON = {}
 
 
-def _ms_json(ms):
-    """repr(round(ms, 3)), the JSON of the reply's duration, without round():
-    "%.3f" rounds the same way (both round the exact binary value to three
-    decimals), and a decimal of at most 15 significant digits is the shortest
-    text of the float nearest it, which is what repr() writes."""
-    if 0.0 <= ms < 1e11:
-        text = "%.3f" % ms
-        text = text.rstrip("0")
-        return text + "0" if text[-1] == "." else text
-    return repr(round(ms, 3))
+# The reply's two durations are written with three decimals ("%.3f"), which
+# JSON reads as the same number round(ms, 3) is: both round the exact binary
+# value to three decimals, and the text is read back as the float nearest it.
+# Beyond this bound "%.3f" would write digits past what a double holds.
+_MS_JSON_LIMIT = 1e11
 
 
 def _encode_result(request_id, status, reward, reward_type, nonfinite, error, effects, ms, cpu_ms, own_timer, values=None):
@@ -298,7 +293,15 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
     in this process, in unrounded milliseconds, and whether a time limit of
     the verifier's own expired in it; then, only where the call scored every
     reward of an environment (see _reward_values), their values."""
-    if status == "ok" and type(reward) is float and not effects and type(request_id) is int and values is None:
+    if (
+        status == "ok"
+        and type(reward) is float
+        and not effects
+        and type(request_id) is int
+        and values is None
+        and 0.0 <= ms < _MS_JSON_LIMIT
+        and 0.0 <= cpu_ms < _MS_JSON_LIMIT
+    ):
         name = _TYPE_JSON.get(reward_type)
         if name is None:
             name = _encode_json(reward_type)
@@ -306,8 +309,8 @@ def _encode_result(request_id, status, reward, reward_type, nonfinite, error, ef
                 _TYPE_JSON[reward_type] = name
         # repr() of a finite float is valid JSON; the reward is finite here.
         return (
-            '[%d,"ok",%r,%s,null,null,[],%s,%s,%s]\n'
-            % (request_id, reward, name, _ms_json(ms), _ms_json(cpu_ms), "true" if own_timer else "false")
+            '[%d,"ok",%r,%s,null,null,[],%.3f,%.3f,%s]\n'
+            % (request_id, reward, name, ms, cpu_ms, "true" if own_timer else "false")
         ).encode("ascii")
     reply = [
         request_id,
@@ -420,7 +423,7 @@ def _evaluate(request):
     started = _perf_counter()
     cpu_started = _process_time()
     try:
-        _arm(S.call_timeout)
+        _arm_call(S.call_timeout, started, cpu_started)
         S.active = True
         try:
             value = S.fn(*args, **kwargs)
@@ -453,6 +456,11 @@ def _evaluate(request):
     if S.exit_detail is not None:
         status = "exit"
     elif S.timed_out:
+        status = "timeout"
+    elif status != "timeout" and (elapsed >= S.call_timeout or cpu >= S.call_timeout):
+        # Past the timeout before the timers fired (they may be set up to
+        # _arm_call's slack later): a timeout, as it is when they fire.
+        S.timed_out = True
         status = "timeout"
     if status == "timeout":
         error = {

@@ -384,6 +384,7 @@ def install_hook():
     """The audit hook, and the guard on the one way to start a program that
     raises no event of its own. Both stay inert until S.active is set."""
     _guard_fork_exec()
+    _watch_timer_calls()
     sys.addaudithook(_audit)
 
 
@@ -407,6 +408,9 @@ def _guarded_exit(code=0):
 
 
 def _on_timer(signum, frame):
+    # Fired: it repeats every TIMER_REPEAT_SECONDS from now on, so the next
+    # call must set it anew.
+    S.rearm = True
     if not S.armed:
         return
     S.timed_out = True
@@ -436,6 +440,74 @@ def _arm(seconds, wall=None):
     # A verifier that uses SIGALRM itself (math_verify does) cancels the
     # real-time timer; the CPU-time one still catches busy loops.
     _setitimer(_ITIMER_PROF, seconds, TIMER_REPEAT_SECONDS)
+
+
+# How much longer than the call timeout a call's timers are set for, as a
+# share of the timeout and at most ARM_SLACK_MAX_SECONDS (see _arm_call).
+ARM_SLACK_SHARE = 1.0 / 32
+ARM_SLACK_MAX_SECONDS = 0.05
+
+
+def _arm_call(seconds, wall, cpu):
+    """Set the timers for a call that starts now (`wall` and `cpu`: the
+    perf_counter and process_time clocks at its start). Setting both costs two
+    syscalls, more than a fast verifier's call, so they are set for the call
+    timeout plus a slack, and a call that starts within the slack of that
+    moment (by both clocks) keeps them: they still fire no sooner than the
+    call timeout after its start, so a call that ends in time never sees a
+    signal, and one that runs on is cut at most the slack later (the call
+    itself still counts as timed out from the timeout on: see _evaluate).
+    They are set anew after one fired, after the verifier set one of its own
+    through the signal module (see _watch_timer_calls), and when the worker
+    stopped them to wait for requests."""
+    if _getsignal(_SIGALRM) is not _on_timer:
+        _signal(_SIGALRM, _on_timer)
+    if _getsignal(_SIGPROF) is not _on_timer:
+        _signal(_SIGPROF, _on_timer)
+    S.timed_out = False
+    S.armed = True
+    slack = seconds * ARM_SLACK_SHARE
+    if slack > ARM_SLACK_MAX_SECONDS:
+        slack = ARM_SLACK_MAX_SECONDS
+    if (
+        S.timer_live
+        and not S.rearm
+        and S.armed_for == seconds
+        and wall - S.armed_wall <= slack
+        and cpu - S.armed_cpu <= slack
+    ):
+        return
+    S.timer_live = True
+    S.rearm = False
+    S.armed_for = seconds
+    S.armed_wall = wall
+    S.armed_cpu = cpu
+    _setitimer(_ITIMER_REAL, seconds + slack, TIMER_REPEAT_SECONDS)
+    _setitimer(_ITIMER_PROF, seconds + slack, TIMER_REPEAT_SECONDS)
+
+
+def _watch_timer_calls():
+    """A verifier that sets a timer of its own (math_verify's alarm) changes
+    or cancels gatekept's: the next call sets them anew, as _arm_call would
+    not otherwise. Replaced before the verifier is imported, so that what it
+    imports from the signal module is the watched function."""
+    for name in ("alarm", "setitimer"):
+        original = getattr(signal, name, None)
+        if original is None or getattr(original, "gatekept_watched", False):
+            continue
+
+        def watched(*args, _original=original):
+            S.rearm = True
+            try:
+                return _original(*args)
+            finally:
+                S.rearm = True
+
+        watched.gatekept_watched = True
+        watched.__name__ = name
+        watched.__qualname__ = name
+        watched.__doc__ = original.__doc__
+        setattr(signal, name, watched)
 
 
 def _disarm():

@@ -84,6 +84,13 @@ S.active = False  # True only while verifier code runs (import or call)
 S.armed = False
 # The call timers may still be set (a call leaves them to the next one).
 S.timer_live = False
+# When the call timers were last set (see _arm_call): the call timeout they
+# were set for, and the wall and CPU clocks then; rearm says they must be set
+# again before the next call (one of them fired, or the verifier set one).
+S.armed_for = 0.0
+S.armed_wall = 0.0
+S.armed_cpu = 0.0
+S.rearm = True
 S.timed_out = False
 S.exit_detail = None
 S.effects = []

@@ -37,6 +37,14 @@ describe('answer values', () => {
     expect(wrongValues('42', 'numeric', 5, makeRng(7, 'x'))).not.toEqual(wrongValues('42', 'numeric', 5, makeRng(8, 'x')));
   });
 
+  it('repeats a value as that many copies joined by spaces, whatever the count says', () => {
+    const joined = (value: string, arg: string | undefined): string => Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
+    for (const arg of [undefined, '1', '3', '1000', '0', '-2', '2.5', 'x', '']) {
+      for (const value of ['42', '\\boxed{7}', '']) expect(applyFilter(value, 'repeat', arg)).toBe(joined(value, arg));
+    }
+    expect(applyFilter('42', 'repeat', '3')).toBe('42 42 42');
+  });
+
   it('filters attack values and refuses those that would be honest or do not apply', () => {
     expect(applyFilter('42', 'fullwidth', undefined)).toBe('４２');
     expect(applyFilter('42', 'arabic_indic', undefined)).toBe('٤٢');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { makeRng, optionTexts, wrongValues, type CustomFormat } from '../src/audit/answer-values.js';
-import { expandCandidates, templateProblem, usesGold, type GoldContext } from '../src/audit/expand-candidates.js';
+import { expandCandidates, templateProblem, usesGold, type GoldContext, type RawTexts } from '../src/audit/expand-candidates.js';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { COMMITMENTS, loadCorpus } from '../src/audit/corpus.js';
@@ -72,6 +72,26 @@ describe('attack corpus', () => {
       );
       const candidates = expandCandidates(corpus, context(gold, type, ['bare', 'boxed', 'xml']), 0);
       expect(candidates.filter((candidate) => candidate.hackIf === 'rewarded' && honest.has(candidate.completion.trim()))).toEqual([]);
+    }
+  });
+
+  it("expands a row's attack from the texts its opening rendered exactly as it expands alone", async () => {
+    const corpus = await loadCorpus();
+    for (const [gold, type] of [
+      ['42', 'numeric'],
+      ['paris', 'string'],
+      ['C', 'choice'],
+    ] as const) {
+      const raw: RawTexts = new Map();
+      const opening = expandCandidates(corpus, context(gold, type, []), 0, raw);
+      // The opening rendered every attack in no format, and kept each text for the attack.
+      expect(raw.size).toBeGreaterThan(0);
+      expect(opening.every((candidate) => candidate.format === null)).toBe(true);
+      for (const formats of [['boxed'], ['bare', 'boxed', 'xml']] as AnswerFormat[][]) {
+        const thinking = { ...context(gold, type, formats), thinkFormats: formats.slice(1), thinkRaw: formats.length === 1 };
+        expect(expandCandidates(corpus, thinking, 0, raw)).toEqual(expandCandidates(corpus, thinking, 0));
+        expect(expandCandidates(corpus, context(gold, type, formats), 0, raw)).toEqual(expandCandidates(corpus, context(gold, type, formats), 0));
+      }
     }
   });
 

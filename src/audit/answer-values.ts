@@ -336,8 +336,13 @@ export function applyFilter(value: string, name: string, arg: string | undefined
       return Number(formatNumber(number * (1 + Number(arg)))) === number ? undefined : spelled(number * (1 + Number(arg)));
     case 'add':
       return numeric && arg !== undefined ? changed(spelled(number + Number(arg))) : undefined;
-    case 'repeat':
-      return Array.from({ length: Math.max(1, Number(arg ?? 2)) }, () => value).join(' ');
+    case 'repeat': {
+      // The value `count` times, a space between: what joining that many
+      // copies gives (none for a count that is not a number), without
+      // building the list of them.
+      const count = Math.floor(Math.max(1, Number(arg ?? 2)));
+      return Number.isNaN(count) ? '' : `${value} `.repeat(count - 1) + value;
+    }
     case 'json':
       return JSON.stringify(value);
     case 'append':

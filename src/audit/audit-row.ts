@@ -5,7 +5,7 @@ import { attackFormats, calibrationProbes, computeLevels, inLayout, type Levels,
 import { honestForms } from './honest-forms.js';
 import type { Corpus } from './corpus.js';
 import { SLOW_INPUT_MIN_CHARS, type Evaluator } from './evaluator.js';
-import { expandCandidates, type Candidate } from './expand-candidates.js';
+import { expandCandidates, type Candidate, type RawTexts } from './expand-candidates.js';
 import {
   hedgeGain,
   isGraded,
@@ -125,8 +125,8 @@ const OPENING_RAW_PAYLOADS = 24;
  * short to be slow inputs, so a timeout there stops the audit as
  * calibration's always did).
  */
-export function openingCandidates(corpus: Corpus, plan: GoldPlan): Candidate[] {
-  const raw = expandCandidates(corpus, { ...plan.context, formats: [], thinkFormats: [], thinkRaw: false }, plan.row.index).filter(
+export function openingCandidates(corpus: Corpus, plan: GoldPlan, texts?: RawTexts): Candidate[] {
+  const raw = expandCandidates(corpus, { ...plan.context, formats: [], thinkFormats: [], thinkRaw: false }, plan.row.index, texts).filter(
     (candidate) => candidate.format === null && candidate.completion.length < SLOW_INPUT_MIN_CHARS,
   );
   // As many as the calibration probes, spread over the corpus's families:
@@ -163,6 +163,8 @@ function failedOn(result: EvalResult): boolean {
 export interface RowOpening {
   probes: Probe[];
   early: Candidate[];
+  /** The row's attacks written in no format, rendered for the opening and kept for the attack. */
+  raw: RawTexts;
   /** Node's time building them, in ms. */
   judgeMs: number;
 }
@@ -175,8 +177,9 @@ export interface RowOpening {
 export function openRow(plan: GoldPlan, settings: Pick<RowSettings, 'corpus' | 'custom'>): RowOpening {
   const judging = performance.now();
   const probes = calibrationProbes(plan.context.gold, plan.context.wrong[0]!, settings.custom);
-  const early = openingCandidates(settings.corpus, plan);
-  return { probes, early, judgeMs: performance.now() - judging };
+  const raw: RawTexts = new Map();
+  const early = openingCandidates(settings.corpus, plan, raw);
+  return { probes, early, raw, judgeMs: performance.now() - judging };
 }
 
 /** Calibrate, attack, screen and settle one row. */
@@ -184,7 +187,7 @@ export async function auditRow(
   plan: GoldPlan,
   evaluator: Evaluator,
   settings: RowSettings,
-  { probes, early, judgeMs: openingMs }: RowOpening = openRow(plan, settings),
+  { probes, early, raw, judgeMs: openingMs }: RowOpening = openRow(plan, settings),
 ): Promise<RowOutcome> {
   const row = plan.row.index;
   let judging: number;
@@ -235,7 +238,7 @@ export async function auditRow(
   const formats = attackFormats(levels, settings.format);
   const thinkFormats = levels.thinkFormats.filter((format) => formats.includes(format));
   const thinkRaw = formats.length > 0 && formats.every((format) => thinkFormats.includes(format));
-  const expanded = expandCandidates(settings.corpus, { ...plan.context, formats, thinkFormats, thinkRaw }, row);
+  const expanded = expandCandidates(settings.corpus, { ...plan.context, formats, thinkFormats, thinkRaw }, row, raw);
   // A raw payload of the opening that the attack does not send again (there
   // it follows a reasoning block) is judged all the same where the verifier
   // failed on it: a raise, a timeout or a crash on a completion the audit

@@ -250,15 +250,38 @@ function withThink(completion: string, variant: Variant, ctx: GoldContext): stri
   return think && !completion.startsWith(THINK_PREFIX) ? THINK_PREFIX + completion : completion;
 }
 
+/** Templates are few: each one's literal is made once. */
+const literalByTemplate = new Map<string, string>();
+
 /** A template's text between its placeholders. */
 function literalOf(template: string): string {
-  return partsOf(template)
-    .map((part) => (part.kind === 'text' ? part.text : ' '))
-    .join('');
+  let literal = literalByTemplate.get(template);
+  if (literal === undefined) {
+    literal = partsOf(template)
+      .map((part) => (part.kind === 'text' ? part.text : ' '))
+      .join('');
+    literalByTemplate.set(template, literal);
+  }
+  return literal;
 }
 
-/** Every candidate for one gold. */
-export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number): Candidate[] {
+/**
+ * The texts of one gold's attacks written in no format, by attack, one per
+ * variant (undefined where the template does not apply). A row expands its
+ * corpus twice, for its opening (raw payloads only) and for its attack, and
+ * these texts do not depend on the formats the second one is given: kept
+ * from the first, they are not rendered again, and the second finds them
+ * with their hashes already made (a long payload's is most of its cost).
+ */
+export type RawTexts = Map<Attack, readonly (string | undefined)[]>;
+
+/**
+ * Every candidate for one gold. `raw`, when given, holds the texts of the
+ * attacks written in no format (see RawTexts): those it lacks are rendered
+ * and added, those it has are used, so that it must only ever be passed for
+ * one gold context (its formats aside).
+ */
+export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number, raw?: RawTexts): Candidate[] {
   const out: Candidate[] = [];
   const seen = new Set<string>();
   for (const family of corpus.families) {
@@ -266,8 +289,16 @@ export function expandCandidates(corpus: Corpus, ctx: GoldContext, row: number):
       if (!attack.appliesTo.includes(ctx.type)) continue;
       if (attack.eachLabel && ctx.type !== 'choice') continue;
       const literal = literalOf(attack.template);
-      for (const variant of variantsOf(attack, ctx)) {
-        const rendered = render(attack.template, variant, ctx);
+      const variants = variantsOf(attack, ctx);
+      // Variants in no format are those of an attack not written in each format.
+      let texts = raw === undefined || attack.formats === 'each' ? undefined : raw.get(attack);
+      if (texts === undefined && raw !== undefined && attack.formats !== 'each') {
+        texts = variants.map((variant) => render(attack.template, variant, ctx));
+        raw.set(attack, texts);
+      }
+      for (let index = 0; index < variants.length; index += 1) {
+        const variant = variants[index]!;
+        const rendered = texts !== undefined ? texts[index] : render(attack.template, variant, ctx);
         if (rendered === undefined) continue;
         const completion = withThink(rendered, variant, ctx);
         if (seen.has(completion)) continue;
