@@ -107,7 +107,7 @@ describe('alternate golds through an environment', () => {
 });
 
 describe('one set of workers for every gate', () => {
-  it("loads the environment once for the gates of the total and of each reward, and once in each gate's fresh process", async () => {
+  it("loads the environment once for the gates of the total and of each reward, and once in the re-checks' fresh process", async () => {
     // Logs every start of the interpreter through this path; without the
     // sandbox the workers start it too, each with the harness as its script
     // (the probe, which compiles the harness, names it among others).
@@ -121,7 +121,9 @@ describe('one set of workers for every gate', () => {
       ['formatted', 'AUDITED'],
     ]);
     const workers = (await readFile(starts, 'utf8')).split('\n').filter((line) => /harness\.pyc?$/.test(line));
-    // One worker for the total's gate and both rewards'; a fresh process for each gate's re-check.
-    expect(workers).toHaveLength(1 + 3);
+    // One worker for the total's gate and both rewards'; one fresh process,
+    // which re-scores the total's sample and then what the rewards' re-checks
+    // add (every call of it scores every reward).
+    expect(workers).toHaveLength(1 + 1);
   });
 });
