@@ -25,7 +25,13 @@ export interface GoldPlacement {
 }
 
 export class GoldLedger {
-  private readonly actors = new Map<string, string[]>();
+  /**
+   * Per gold: the history of the placement of the one session that serves
+   * it, and the stretch of it its calls ran in. Kept as a stretch, not in the
+   * order batches came back: a batch handed out before a loss may come back
+   * after one handed out since.
+   */
+  private readonly golds = new Map<string, { history: readonly string[]; first: number; last: number }>();
 
   /**
    * A batch of these golds ran on the session whose placement has this
@@ -34,21 +40,27 @@ export class GoldLedger {
    * way moved it), and is recorded on all of them.
    */
   ran(answers: Iterable<string>, history: readonly string[], from: number): void {
-    const span = history.slice(Math.max(0, from - 1));
+    const first = Math.max(0, from - 1);
+    const last = history.length - 1;
     for (const answer of answers) {
-      let list = this.actors.get(answer);
-      if (!list) {
-        list = [];
-        this.actors.set(answer, list);
-      }
-      for (const actor of span) if (list.at(-1) !== actor) list.push(actor);
+      const known = this.golds.get(answer);
+      if (known && known.history === history) {
+        known.first = Math.min(known.first, first);
+        known.last = Math.max(known.last, last);
+      } else if (known) {
+        // Served by another session too: never meant to happen; shown as a move from all it ran on.
+        const actors = [...known.history.slice(known.first, known.last + 1)];
+        for (const actor of history.slice(first, last + 1)) if (actors.at(-1) !== actor) actors.push(actor);
+        this.golds.set(answer, { history: actors, first: 0, last: actors.length - 1 });
+      } else this.golds.set(answer, { history, first, last });
     }
   }
 
   evidence(): GoldPlacement {
     const golds = new Map<string, number>();
     const moved = new Map<string, { to: Set<string>; golds: number }>();
-    for (const list of this.actors.values()) {
+    for (const { history, first, last } of this.golds.values()) {
+      const list = history.slice(first, last + 1);
       for (const actor of new Set(list)) golds.set(actor, (golds.get(actor) ?? 0) + 1);
       for (let index = 0; index + 1 < list.length; index += 1) {
         const from = list[index]!;
