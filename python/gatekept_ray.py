@@ -263,9 +263,15 @@ class Driver:
         nodes = self.ray.get([entry["handle"].node.remote() for entry in self.actors], timeout=timeout_s)
         return [{"name": entry["name"], "node": info["node"], "pid": info["pid"]} for entry, info in zip(self.actors, nodes, strict=True)]
 
-    def _pick(self):
+    def _pick(self, preferred):
         with self.lock:
             alive = [entry for entry in self.actors if entry["alive"]]
+            # A worker started anew (after a crash, a timeout, a stop) goes
+            # back to its actor: the golds it serves keep running on one node.
+            for entry in alive:
+                if entry["name"] == preferred:
+                    entry["workers"] += 1
+                    return entry
             if not alive:
                 if self.replacements_left <= 0:
                     return None
@@ -289,9 +295,9 @@ class Driver:
                 self.actors.append(replacement)
         send({"op": "actor_lost", "actor": entry["name"], "reason": reason, "replacement": replacement and replacement["name"]})
 
-    def start(self, key, spec, timeout_s):
+    def start(self, key, spec, timeout_s, preferred=None):
         for _attempt in range(3):
-            entry = self._pick()
+            entry = self._pick(preferred)
             if entry is None:
                 send({"op": "start_failed", "id": key, "message": "no actor of the cluster is left"})
                 return
@@ -432,7 +438,8 @@ def main():
             if op == "write":
                 driver.write(message["id"], message["data"])
             elif op == "start":
-                threading.Thread(target=driver.start, args=(message["id"], message["spec"], timeout_s), daemon=True).start()
+                args = (message["id"], message["spec"], timeout_s, message.get("actor"))
+                threading.Thread(target=driver.start, args=args, daemon=True).start()
             elif op == "kill":
                 driver.kill(message["id"])
             elif op == "kill_actor":

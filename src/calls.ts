@@ -134,6 +134,14 @@ export interface ExecutorInfo {
   actors: number;
   nodes: number;
   lost: { actor: string; reason: string }[];
+  /**
+   * Golds whose calls ran on each actor: every call under one gold runs on
+   * one actor, so each gold counts once, but for a gold that moved with its
+   * lost actor, which counts on both.
+   */
+  golds?: { actor: string; golds: number }[];
+  /** The actors golds left, with how many and where to: a lost actor's, all to one other. */
+  moved?: { from: string; to: string[]; golds: number }[];
 }
 
 /** The queue an audit's calls go through: sessions that may grow in number with the work ahead. */

@@ -1,8 +1,9 @@
 /**
  * --ray on a real Ray head of the test's own (loopback, two CPUs): the
  * records of scan and gate --dataset equal a local run's but for timing and
- * the executor, an actor killed mid-run costs nothing but a report, and no
- * actor outlives the run.
+ * the executor, every call under one gold runs on one actor (a killed
+ * actor's golds all move to one other), an actor killed mid-run costs
+ * nothing but a report, and no actor outlives the run.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,7 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutorInfo } from '../src/calls.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { WorkerPool } from '../src/runtime/worker-pool.js';
 import { scan } from '../src/scan/scan.js';
 import { cli } from './support/cli.js';
 import { prepareRayPython, RAY_LOOPBACK_ENV, type RayHead, startRayHead } from './support/ray-head.js';
@@ -26,6 +29,22 @@ const FIELDS = 'completion=response,answer=ground_truth';
 function comparable(stdout: string): string {
   const { timing: _timing, executor: _executor, ...rest } = JSON.parse(stdout) as Record<string, unknown>;
   return JSON.stringify(rest);
+}
+
+/**
+ * The executor's account of where golds ran: each gold on one actor, but for
+ * the golds of a lost actor, which all went on to one other (and count on
+ * both). Returns the actors that served golds.
+ */
+function expectGoldsStayed(executor: ExecutorInfo | undefined): string[] {
+  expect(executor?.golds?.length).toBeGreaterThan(0);
+  const lost = new Set(executor!.lost.map((loss) => loss.actor));
+  for (const move of executor!.moved ?? []) {
+    expect(lost.has(move.from), `golds left ${move.from}, which was not lost`).toBe(true);
+    expect(move.to).toHaveLength(1);
+    expect(lost.has(move.to[0]!)).toBe(false);
+  }
+  return executor!.golds!.map((entry) => entry.actor);
 }
 
 /** The gatekept actors still alive, once the cluster has had a few seconds to end those being killed. */
@@ -47,6 +66,8 @@ describe.skipIf(rayPython === null)('--ray', () => {
 
   beforeAll(async () => {
     head = await startRayHead(rayPython!);
+    // The library's runs below reach the head on loopback too.
+    process.env.RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = RAY_LOOPBACK_ENV.RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER;
     scratch = await mkdtemp(path.join(os.tmpdir(), 'gatekept-ray-'));
   });
 
@@ -79,16 +100,60 @@ describe.skipIf(rayPython === null)('--ray', () => {
     expect(comparable(rayScan.stdout)).toBe(comparable(localScan.stdout));
     expect(JSON.parse(rayScan.stdout).executor).toMatchObject({ kind: 'ray', address: head.address, actors: 2, nodes: 1, lost: [] });
     expect(JSON.parse(localScan.stdout).executor).toBeUndefined();
+    // Two actors, each with golds of its own, and no gold's calls on both.
+    const scanExecutor = JSON.parse(rayScan.stdout).executor as ExecutorInfo;
+    expect(expectGoldsStayed(scanExecutor)).toHaveLength(2);
+    expect(scanExecutor.moved).toEqual([]);
 
     expect(rayGate.exitCode).toBe(localGate.exitCode);
     expect(comparable(rayGate.stdout)).toBe(comparable(localGate.stdout));
-    expect(JSON.parse(rayGate.stdout).executor).toMatchObject({ kind: 'ray', lost: [] });
+    expect(JSON.parse(rayGate.stdout).executor).toMatchObject({ kind: 'ray', lost: [], moved: [] });
+    expectGoldsStayed(JSON.parse(rayGate.stdout).executor);
 
     expect(await liveActors(head.address)).toEqual([]);
   });
 
+  it('runs every call under one gold on one actor, whichever worker had room', async () => {
+    // Without the sandbox the verifier sees its parent, the actor: each reward names the actor that ran the call.
+    const pool = await WorkerPool.open({
+      python: PYTHON,
+      target: { kind: 'file', path: path.join(FIXTURES, 'ray', 'actor-pid.py'), fn: 'reward' },
+      pythonpath: [],
+      completionFormat: 'string',
+      callTimeoutMs: 5000,
+      importTimeoutMs: 20_000,
+      memoryMb: 0,
+      sandbox: 'none',
+      workers: 2,
+      batchSize: 4,
+      ray: { address: head.address },
+    });
+    try {
+      // Enough work for two workers, with the golds' calls interleaved, so that any batch spans several golds.
+      pool.reserve(100_000);
+      const golds = Array.from({ length: 12 }, (_, gold) => `gold-${gold}`);
+      const requests = Array.from({ length: 240 }, (_, index) => ({ completion: `c${index}`, answer: golds[index % golds.length]! }));
+      const results = await pool.evaluate(requests);
+      const actorsOf = new Map<string, Set<number | null>>();
+      results.forEach((result, index) => {
+        expect(result.status).toBe('ok');
+        const seen = actorsOf.get(requests[index]!.answer) ?? new Set();
+        seen.add(result.reward);
+        actorsOf.set(requests[index]!.answer, seen);
+      });
+      for (const [gold, actors] of actorsOf) expect([...actors], gold).toHaveLength(1);
+      // Both actors worked, each on golds of its own.
+      expect(new Set([...actorsOf.values()].map((actors) => [...actors][0])).size).toBe(2);
+      const executor = pool.executor()!;
+      expect(expectGoldsStayed(executor)).toHaveLength(2);
+      expect(executor.golds!.reduce((total, entry) => total + entry.golds, 0)).toBe(golds.length);
+      expect(executor.moved).toEqual([]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('runs the calls of a killed actor again on another and reports the loss', async () => {
-    process.env.RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = RAY_LOOPBACK_ENV.RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER;
     const options = { results: TRL, reward: path.join(FIXTURES, 'ray', 'slow-gameable.py:reward'), fields: [FIELDS], python: PYTHON };
     const local = await scan({ ...options, workers: 2 });
     // One actor, killed once it has been up for a moment: its worker is mid-batch.
@@ -103,6 +168,11 @@ describe.skipIf(rayPython === null)('--ray', () => {
     expect(remoteRest).toEqual(localRest);
     expect(executor?.lost.map((loss) => loss.actor)).toEqual([killed]);
     expect(told).toEqual([killed]);
+    // The killed actor's golds (all of them: one actor) went on together to one other.
+    const served = expectGoldsStayed(executor);
+    expect(served).toContain(killed);
+    expect(served).toHaveLength(2);
+    expect(executor?.moved).toEqual([{ from: killed, to: [served.find((actor) => actor !== killed)], golds: expect.any(Number) }]);
     expect(await liveActors(head.address)).toEqual([]);
   });
 

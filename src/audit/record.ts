@@ -268,6 +268,9 @@ function buildAuditRecordSchema() {
           actors: z.number().int(),
           nodes: z.number().int(),
           lost: z.array(z.object({ actor: z.string(), reason: z.string() }).strict()),
+          // Absent from records written before where golds ran was recorded.
+          golds: z.array(z.object({ actor: z.string(), golds: z.number().int() }).strict()).optional(),
+          moved: z.array(z.object({ from: z.string(), to: z.array(z.string()), golds: z.number().int() }).strict()).optional(),
         })
         .strict()
         .optional(),

@@ -9,7 +9,9 @@ import {
   type VerifierSession,
 } from '../calls.js';
 import { openVerifierSession } from './python-session.js';
-import { RayBackend, type RayOptions } from './ray/ray-backend.js';
+import { Evaluation } from './pool-evaluation.js';
+import { GoldLedger } from './ray/gold-ledger.js';
+import { RayBackend, type RayOptions, type RayPlacement } from './ray/ray-backend.js';
 import type { SessionOptions } from './session-options.js';
 
 /**
@@ -20,6 +22,10 @@ import type { SessionOptions } from './session-options.js';
  * another has work queued, and a batch may hold the calls of several
  * evaluations. Each result is written back at its request's index, so the
  * merged results do not depend on the number of workers.
+ *
+ * On a Ray cluster there is one worker per actor, and each serves the calls
+ * of its own golds (a slot: a hash of the gold over the actors), so that a
+ * gold's calibration and the calls judged against it run on one node.
  */
 
 export interface PoolOptions extends SessionOptions {
@@ -64,46 +70,6 @@ const MIN_REQUESTS_PER_EXTRA_WORKER = 1500;
  */
 const STARTS_PER_EXTRA_WORKER = 2;
 
-/** One evaluation in the queue: its requests, the results so far, and what is still to hand out. */
-class Evaluation {
-  readonly results: EvalResult[];
-  /** Next request never handed out. */
-  next = 0;
-  /** Requests handed back unrun (their batch stopped at another evaluation's timeout): handed out again first. */
-  readonly again: number[] = [];
-  settled = 0;
-  inFlight = 0;
-  /** Cancelled: nothing more is handed out. */
-  stopped = false;
-  /**
-   * With stopOnTimeout, the index of the first call that timed out or crashed
-   * its worker: calls before it all run, calls after it count as skipped
-   * (whichever worker ran them, and whenever), so what is evaluated does not
-   * depend on how the calls were spread over workers.
-   */
-  cut = Number.POSITIVE_INFINITY;
-  readonly promise: Promise<EvalResult[]>;
-  resolve!: (results: EvalResult[]) => void;
-  reject!: (error: unknown) => void;
-
-  constructor(
-    readonly requests: readonly EvalRequest[],
-    readonly options: QueueOptions,
-  ) {
-    this.results = new Array<EvalResult>(requests.length);
-    this.promise = new Promise((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-
-  /** Requests still to hand out. */
-  get waiting(): number {
-    if (this.stopped) return 0;
-    return this.again.length + Math.max(0, Math.min(this.requests.length, this.cut) - this.next);
-  }
-}
-
 /** A batch: slices of one or more evaluations, in the order sent. */
 interface Part {
   evaluation: Evaluation;
@@ -133,12 +99,18 @@ export class WorkerPool implements CallQueue {
   /** The Ray driver the workers are started through, when they run on a cluster. */
   private readonly ray: Promise<RayBackend> | null;
   private rayBackend: RayBackend | null = null;
+  /** On a cluster, one per actor (see Evaluation); here, one. */
+  private slots = 1;
+  /** Each session's placement, on a cluster. */
+  private readonly placements = new Map<VerifierSession, RayPlacement>();
+  private readonly ledger = new GoldLedger();
 
   private constructor(private readonly options: PoolOptions) {
     this.ray = options.ray ? RayBackend.connect(options.ray, options.workers) : null;
     this.ray?.then(
       (backend) => {
         this.rayBackend = backend;
+        this.slots = Math.max(1, backend.info.actors);
         backend.onLost = options.onActorLost ?? null;
         // The pool holds it until it closes; each session holds it too.
         backend.retain();
@@ -181,7 +153,7 @@ export class WorkerPool implements CallQueue {
   /** Where the calls ran: null for this machine. */
   executor(): ExecutorInfo | null {
     const info = this.rayBackend?.info;
-    return info ? { ...info, lost: [...info.lost] } : null;
+    return info ? { ...info, lost: [...info.lost], ...this.ledger.evidence() } : null;
   }
 
   /** The Ray driver, when the workers run on a cluster (the tests' and the benchmark's fault injection). */
@@ -191,7 +163,15 @@ export class WorkerPool implements CallQueue {
 
   /** A session of its own, started where the pool's are (the audit's fresh process). */
   openSession(options: SessionOptions): Promise<VerifierSession> {
-    return this.ray ? this.ray.then((backend) => openVerifierSession(options, backend)) : openVerifierSession(options);
+    return this.openPlaced(options).then(({ session }) => session);
+  }
+
+  private openPlaced(options: SessionOptions): Promise<{ session: VerifierSession; placement: RayPlacement | null }> {
+    if (!this.ray) return openVerifierSession(options).then((session) => ({ session, placement: null }));
+    return this.ray.then(async (backend) => {
+      const placement = backend.placement();
+      return { session: await openVerifierSession(options, placement), placement };
+    });
   }
 
   /**
@@ -211,6 +191,12 @@ export class WorkerPool implements CallQueue {
     return total;
   }
 
+  private queuedIn(slot: number): number {
+    let total = 0;
+    for (const evaluation of this.queue) total += evaluation.waitingIn(slot);
+    return total;
+  }
+
   private grow(): void {
     if (this.closed || this.failure !== null) return;
     // What the caller said is still to come counts too, so the first calls
@@ -219,7 +205,8 @@ export class WorkerPool implements CallQueue {
     const byCount = 1 + Math.floor(expectedRequests / MIN_REQUESTS_PER_EXTRA_WORKER);
     // One worker, and one more for each STARTS_PER_EXTRA_WORKER starts of work ahead.
     const byTime = this.meanCallMs === undefined ? 0 : 1 + Math.floor((expectedRequests * this.meanCallMs) / (STARTS_PER_EXTRA_WORKER * this.startMs));
-    const wanted = Math.min(this.options.workers, Math.max(1, byCount, byTime));
+    // On a cluster every slot needs its worker (its golds wait for it), and the actors are there already.
+    const wanted = this.ray ? (this.rayBackend ? this.slots : 1) : Math.min(this.options.workers, Math.max(1, byCount, byTime));
     for (let count = this.sessions.length + this.pendingOpens; count < wanted; count += 1) {
       const opening = this.openOne(false);
       opening.catch(() => undefined);
@@ -228,16 +215,19 @@ export class WorkerPool implements CallQueue {
 
   private openOne(first: boolean): Promise<void> {
     this.pendingOpens += 1;
-    const opening = this.openSession(this.options).then(
-      (session) => {
+    const opening = this.openPlaced(this.options).then(
+      ({ session, placement }) => {
         this.pendingOpens -= 1;
         if (first) this.startMs = Math.max(performance.now() - this.started, 1);
         if (this.closed) {
           void session.close();
           return;
         }
+        // On a cluster the n-th session serves the n-th slot.
+        const slot = this.ray ? this.sessions.length : 0;
         this.sessions.push(session);
-        for (let lane = 0; lane < LANES_PER_WORKER; lane += 1) void this.lane(session);
+        if (placement) this.placements.set(session, placement);
+        for (let lane = 0; lane < LANES_PER_WORKER; lane += 1) void this.lane(session, slot);
         if (first) this.grow();
       },
       (error: unknown) => {
@@ -248,6 +238,8 @@ export class WorkerPool implements CallQueue {
           throw error;
         }
         this.openFailure ??= error;
+        // On a cluster its slot's golds have no other worker to run on.
+        if (this.ray) this.fail(error);
       },
     );
     this.openings.push(opening.catch(() => undefined));
@@ -271,36 +263,43 @@ export class WorkerPool implements CallQueue {
    * Where several workers share the queue, a batch is a share of what is
    * queued, so that they run out of work together; a lone worker has nobody
    * to share with, and takes what is queued in one round trip instead of
-   * ever smaller halves of it.
+   * ever smaller halves of it. On a cluster a worker takes from its own slot
+   * only, which it shares with nobody.
    */
-  private take(): Part[] | null {
+  private take(slot: number): Part[] | null {
     const perCall = this.meanCallMs ?? 1;
     const target = this.meanCallMs === undefined ? FIRST_BATCH_TARGET_MS : BATCH_TARGET_MS;
-    const workers = this.sessions.length + this.pendingOpens;
+    const split = this.slots > 1;
+    const workers = split ? 1 : this.sessions.length + this.pendingOpens;
     const shares = workers > 1 ? LANES_PER_WORKER * workers : 1;
-    const first = this.queue[0];
+    for (const evaluation of this.queue) evaluation.split(this.slots);
+    const first = split ? this.queue.find((evaluation) => evaluation.waitingIn(slot) > 0) : this.queue[0];
     const size =
       this.options.batchSize ??
-      (first?.options.oneBatch && first.waiting > 0
-        ? first.waiting
-        : Math.max(4, Math.min(512, Math.ceil(this.queued / shares), Math.round(target / Math.max(perCall, 0.01)))));
+      (first?.options.oneBatch && first.waitingIn(slot) > 0
+        ? first.waitingIn(slot)
+        : Math.max(4, Math.min(512, Math.ceil((split ? this.queuedIn(slot) : this.queued) / shares), Math.round(target / Math.max(perCall, 0.01)))));
     const parts: Part[] = [];
     let room = size;
-    while (room > 0 && this.queue.length > 0) {
-      const evaluation = this.queue[0]!;
+    let at = 0;
+    while (room > 0 && at < this.queue.length) {
+      const evaluation = this.queue[at]!;
       if (!evaluation.stopped && evaluation.options.cancelled?.()) {
         // stop() takes it out of the queue.
         this.stop(evaluation);
         continue;
       }
       if (evaluation.waiting === 0) {
-        this.queue.shift();
+        this.queue.splice(at, 1);
         this.settle(evaluation);
         continue;
       }
-      const indices = evaluation.again.splice(0, room);
-      const end = Math.min(evaluation.requests.length, evaluation.cut);
-      while (indices.length < room && evaluation.next < end) indices.push(evaluation.next++);
+      if (evaluation.waitingIn(slot) === 0) {
+        // Another slot's golds: that slot's worker takes them.
+        at += 1;
+        continue;
+      }
+      const indices = evaluation.handOut(slot, room);
       room -= indices.length;
       evaluation.inFlight += indices.length;
       parts.push({ evaluation, indices });
@@ -309,14 +308,16 @@ export class WorkerPool implements CallQueue {
   }
 
   /** A lane of a worker: takes batches while there is work, waits for more otherwise. */
-  private async lane(session: VerifierSession): Promise<void> {
+  private async lane(session: VerifierSession, slot: number): Promise<void> {
+    const placement = this.placements.get(session);
     while (!this.closed && this.failure === null) {
-      const parts = this.take();
+      const parts = this.take(slot);
       if (!parts) {
         await new Promise<void>((wake) => this.idle.push(wake));
         continue;
       }
       const requests = parts.flatMap(({ evaluation, indices }) => indices.map((index) => evaluation.requests[index]!));
+      const placedAt = placement?.history.length ?? 0;
       let results: EvalResult[];
       try {
         results = await session.evaluate(requests, {
@@ -329,6 +330,7 @@ export class WorkerPool implements CallQueue {
         this.fail(error);
         return;
       }
+      if (placement) this.ledger.ran(new Set(requests.map((request) => request.answer)), placement.history, placedAt);
       this.observe(results);
       this.evaluated += results.length;
       let offset = 0;
@@ -352,16 +354,13 @@ export class WorkerPool implements CallQueue {
     indices.forEach((index, position) => {
       const result = results[position]!;
       // Skipped only because the batch stopped at another evaluation's failure: run it later.
-      if (result.status === 'skipped' && !evaluation.stopped && index < evaluation.cut) evaluation.again.push(index);
+      if (result.status === 'skipped' && !evaluation.stopped && index < evaluation.cut) evaluation.handBack(index);
       else {
         evaluation.results[index] = result;
         evaluation.settled += 1;
       }
     });
-    if (evaluation.cut < Number.POSITIVE_INFINITY) {
-      const cut = evaluation.cut;
-      for (let kept = evaluation.again.length - 1; kept >= 0; kept -= 1) if (evaluation.again[kept]! > cut) evaluation.again.splice(kept, 1);
-    }
+    if (evaluation.cut < Number.POSITIVE_INFINITY) evaluation.dropAgain();
     evaluation.options.onProgress?.(evaluation.settled, evaluation.requests.length);
     if (evaluation.waiting > 0 && !this.queue.includes(evaluation)) {
       this.queue.unshift(evaluation);
@@ -372,7 +371,7 @@ export class WorkerPool implements CallQueue {
 
   private stop(evaluation: Evaluation): void {
     evaluation.stopped = true;
-    evaluation.again.length = 0;
+    evaluation.dropAgain();
     const index = this.queue.indexOf(evaluation);
     if (index >= 0) this.queue.splice(index, 1);
     this.settle(evaluation);

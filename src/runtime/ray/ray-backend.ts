@@ -61,7 +61,7 @@ const isText = (value: unknown): value is string => typeof value === 'string';
 
 export class RayBackend implements WorkerLauncher {
   private readonly processes = new Map<number, RemoteProcess>();
-  private readonly starting = new Map<number, { resolve: (pid: number) => void; reject: (error: Error) => void }>();
+  private readonly starting = new Map<number, { resolve: (actor: string) => void; reject: (error: Error) => void }>();
   private nextId = 1;
   private holders = 0;
   private closing: Promise<void> | null = null;
@@ -191,7 +191,7 @@ export class RayBackend implements WorkerLauncher {
       case 'started': {
         const waiting = this.starting.get(id);
         this.starting.delete(id);
-        waiting?.resolve(typeof message.pid === 'number' ? message.pid : 0);
+        waiting?.resolve(isText(message.actor) ? message.actor : '?');
         return;
       }
       case 'start_failed': {
@@ -265,7 +265,12 @@ export class RayBackend implements WorkerLauncher {
   /** The actors' names, in the order they were made (replacements included). */
   readonly actors: string[] = [];
 
-  async start(options: NormalisedOptions, launch: WorkerLaunch): Promise<WorkerProcess> {
+  /** A launcher that starts each worker on the actor its last one ran on, while that actor lives (see RayPlacement). */
+  placement(): RayPlacement {
+    return new RayPlacement(this);
+  }
+
+  async start(options: NormalisedOptions, launch: WorkerLaunch, placement: RayPlacement | null = null): Promise<WorkerProcess> {
     if (this.gone) throw new GatekeptError('HARNESS_FAILED', 'the Ray driver has ended');
     const spec = await remoteSpec(options, launch);
     const id = this.nextId++;
@@ -275,13 +280,49 @@ export class RayBackend implements WorkerLauncher {
       () => this.send({ op: 'kill', id }),
     );
     this.processes.set(id, process);
-    await keepingAlive(
-      new Promise<number>((resolve, reject) => {
+    const actor = await keepingAlive(
+      new Promise<string>((resolve, reject) => {
         this.starting.set(id, { resolve, reject });
-        this.send({ op: 'start', id, spec });
+        this.send({ op: 'start', id, spec, actor: placement?.actor ?? null });
       }),
     );
+    placement?.placed(actor);
     return process;
+  }
+}
+
+/**
+ * Where one session's workers run: the actor its first worker was started
+ * on, and the same one for every worker started after it (a crash's, a
+ * timeout's), until that actor is lost; then the next worker goes to one
+ * other actor, and stays there. The pool hands a session the calls of its
+ * own golds only, so a gold's calls all run on one node, and a lost node's
+ * golds move together.
+ */
+export class RayPlacement implements WorkerLauncher {
+  /** The actors its workers were started on, in order, each once per stay. */
+  readonly history: string[] = [];
+
+  constructor(private readonly backend: RayBackend) {}
+
+  get actor(): string | null {
+    return this.history.at(-1) ?? null;
+  }
+
+  placed(actor: string): void {
+    if (actor !== this.actor) this.history.push(actor);
+  }
+
+  start(options: NormalisedOptions, launch: WorkerLaunch): Promise<WorkerProcess> {
+    return this.backend.start(options, launch, this);
+  }
+
+  retain(): void {
+    this.backend.retain();
+  }
+
+  release(): Promise<void> {
+    return this.backend.release();
   }
 }
 
