@@ -173,8 +173,8 @@ describe("the public environments' shapes: classic gsm8k", () => {
       expect(check(result.record, 'integrity').status).toBe('PASS');
       expect(result.record.env.rows_total).toBe(6);
       expect(result.record.rewards.map((reward) => reward.name)).toEqual(['correct_answer']);
-      expect(check(result.record, 'reward_design').status).toBe('PASS');
       const total = result.record.total!;
+      expect(check(result.record, 'reward_design').status, JSON.stringify([check(result.record, 'reward_design').justification, total.reasons])).toBe('PASS');
       expect(total.decision, JSON.stringify(total.reasons)).toBe('PASS');
       expect(total.leniencies!.examples.some((example) => example.invariant === 're-reading' && example.completion.includes('%'))).toBe(true);
       expect(result.exitCode).toBe(0);

@@ -221,7 +221,10 @@ describe('interrupted packs', () => {
     expect(await files(path.join(parent, 'clean'))).toEqual(complete);
     expect(await stagingIn(parent)).toEqual([]);
     // ...and the worker directories killed runs left in TMPDIR.
-    expect((await readdir(tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-'))).toEqual([]);
+    const left = (await readdir(tmp)).filter((name) => name.startsWith('gatekept-') || name.startsWith('run-'));
+    // What each leftover holds says which step of making or removing it was cut.
+    const contents = await Promise.all(left.map(async (name) => `${name}: ${(await readdir(path.join(tmp, name)).catch(() => [])).join(' ')}`));
+    expect(left, contents.join('\n')).toEqual([]);
   }, 180_000);
 
   it.each(['SIGKILL', 'SIGINT'] as const)('%s while the packages are being written leaves nothing or everything', async (signal) => {

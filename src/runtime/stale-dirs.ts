@@ -169,7 +169,9 @@ export async function removeWorkDir(dir: string): Promise<void> {
   try {
     await rmdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    remarkIfFilled(dir, error);
+    throw error;
   }
 }
 
@@ -192,7 +194,26 @@ export function removeWorkDirSync(dir: string): void {
   try {
     rmdirSync(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    remarkIfFilled(dir, error);
+    throw error;
+  }
+}
+
+/**
+ * Something wrote into the directory between its marker's removal and the
+ * directory's (a dying worker of a killed run, still running while a later
+ * run sweeps): marked again, so the next sweep finishes it, instead of an
+ * unmarked directory with content that no sweep may touch.
+ */
+function remarkIfFilled(dir: string, error: unknown): void {
+  const code = (error as NodeJS.ErrnoException).code;
+  const pid = WORK_DIR_PATTERN.exec(path.basename(dir))?.[1];
+  if ((code !== 'ENOTEMPTY' && code !== 'EEXIST') || pid === undefined) return;
+  try {
+    writeFileSync(path.join(dir, WORK_DIR_MARKER), markerText(Number(pid)), { mode: 0o600, flag: 'wx' });
+  } catch {
+    // gone meanwhile, or marked again already
   }
 }
 
