@@ -425,16 +425,21 @@ _ITIMER_REAL = signal.ITIMER_REAL
 _ITIMER_PROF = signal.ITIMER_PROF
 
 
-def _arm(seconds, wall=None):
-    # Both timers are set anew for every call, never left running from the
-    # one before: a call that ends in time must never see a signal (C code
-    # the verifier runs may not retry a syscall interrupted by one).
+def _own_timer_signals():
+    # The verifier may have installed handlers of its own since the last call.
     if _getsignal(_SIGALRM) is not _on_timer:
         _signal(_SIGALRM, _on_timer)
     if _getsignal(_SIGPROF) is not _on_timer:
         _signal(_SIGPROF, _on_timer)
     S.timed_out = False
     S.armed = True
+
+
+def _arm(seconds, wall=None):
+    # Both timers are set anew for every call, never left running from the
+    # one before: a call that ends in time must never see a signal (C code
+    # the verifier runs may not retry a syscall interrupted by one).
+    _own_timer_signals()
     S.timer_live = True
     _setitimer(_ITIMER_REAL, wall or seconds, TIMER_REPEAT_SECONDS)
     # A verifier that uses SIGALRM itself (math_verify does) cancels the
@@ -460,12 +465,7 @@ def _arm_call(seconds, wall, cpu):
     They are set anew after one fired, after the verifier set one of its own
     through the signal module (see _watch_timer_calls), and when the worker
     stopped them to wait for requests."""
-    if _getsignal(_SIGALRM) is not _on_timer:
-        _signal(_SIGALRM, _on_timer)
-    if _getsignal(_SIGPROF) is not _on_timer:
-        _signal(_SIGPROF, _on_timer)
-    S.timed_out = False
-    S.armed = True
+    _own_timer_signals()
     slack = seconds * ARM_SLACK_SHARE
     if slack > ARM_SLACK_MAX_SECONDS:
         slack = ARM_SLACK_MAX_SECONDS

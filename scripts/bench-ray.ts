@@ -14,11 +14,11 @@
  * Prints a Markdown table; writes results/bench-ray.json and results/bench-ray.md.
  */
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { writeRollouts } from './bench-rollouts.js';
 import { prepareRayPython, RAY_LOOPBACK_ENV, startRayHead } from '../test/support/ray-head.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -43,19 +43,6 @@ def reward(completion, answer, **kwargs):
         pass
     return 1.0 if any(b.strip() == answer for b in BOX.findall(completion)) else 0.0
 `;
-
-async function writeRollouts(file: string, count: number): Promise<void> {
-  const out = createWriteStream(file);
-  for (let index = 0; index < count; index += 1) {
-    const gold = String(100 + (index % 500));
-    const kind = index % 10;
-    const response =
-      kind < 7 ? `Working it out gives \\boxed{${gold}}.` : kind < 9 ? `\\boxed{${Number(gold) + 1}}` : `\\boxed{${Number(gold) + 7}} or \\boxed{${gold}}`;
-    if (!out.write(`${JSON.stringify({ id: `r${index}`, step: Math.floor(index / 1000), response, ground_truth: gold })}\n`)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
-}
 
 interface Run {
   executor: string;

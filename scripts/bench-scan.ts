@@ -15,11 +15,11 @@
  * Prints a Markdown table; writes results/bench-scan.json.
  */
 import { execFileSync } from 'node:child_process';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { once } from 'node:events';
 import { parseArgs } from 'node:util';
+import { writeRollouts } from './bench-rollouts.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BIN = path.join(ROOT, 'bin', 'gatekept.js');
@@ -37,19 +37,6 @@ const VERIFIERS = {
   trivial: `import re\n\ndef reward(completion, answer, **kwargs):\n    boxes = re.findall(r"\\\\boxed\\{([^{}]*)\\}", completion)\n    return 1.0 if any(b.strip() == answer for b in boxes) else 0.0\n`,
   '1ms': `import re, time\n\ndef reward(completion, answer, **kwargs):\n    time.sleep(0.001)\n    boxes = re.findall(r"\\\\boxed\\{([^{}]*)\\}", completion)\n    return 1.0 if any(b.strip() == answer for b in boxes) else 0.0\n`,
 };
-
-async function writeRollouts(file: string, count: number): Promise<void> {
-  const out = createWriteStream(file);
-  for (let index = 0; index < count; index += 1) {
-    const gold = String(100 + (index % 500));
-    const kind = index % 10;
-    const response =
-      kind < 7 ? `Working it out gives \\boxed{${gold}}.` : kind < 9 ? `\\boxed{${Number(gold) + 1}}` : `\\boxed{${Number(gold) + 7}} or \\boxed{${gold}}`;
-    if (!out.write(`${JSON.stringify({ id: `r${index}`, step: Math.floor(index / 1000), response, ground_truth: gold })}\n`)) await once(out, 'drain');
-  }
-  out.end();
-  await once(out, 'finish');
-}
 
 interface Row {
   verifier: string;
