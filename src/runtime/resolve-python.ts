@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
 import { isRecord } from '../hand-check.js';
@@ -39,6 +40,12 @@ function isVenvDir(candidate: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Where `scripts/setup-python-env.sh TARGET` builds its venv: the same default and override. */
+export function setupVenvDir(target: string): string {
+  const root = process.env.GATEKEPT_VENV_ROOT || path.join(homedir(), '.cache', 'gatekept', 'venvs');
+  return path.join(root, target);
 }
 
 /**

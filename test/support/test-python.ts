@@ -4,16 +4,15 @@
  * instead of mocking them.
  */
 import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
+import { setupVenvDir } from '../../src/runtime/resolve-python.js';
 
 /** The targets, as named by python/requirements/TARGET.txt. */
 export type TestTarget = 'verifiers-v0' | 'verifiers-v1' | 'openenv' | 'ray';
 
 /** Same default and override as the setup script. */
 export function testVenvDir(target: TestTarget = 'verifiers-v0'): string {
-  const root = process.env.GATEKEPT_VENV_ROOT || path.join(homedir(), '.cache', 'gatekept', 'venvs');
-  return path.join(root, target);
+  return setupVenvDir(target);
 }
 
 export function testPython(target: TestTarget = 'verifiers-v0'): string {

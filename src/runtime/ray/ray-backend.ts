@@ -12,10 +12,13 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import type { ExecutorInfo } from '../../calls.js';
 import { GatekeptError } from '../../errors.js';
+import { isRecord } from '../../hand-check.js';
 import { PACKAGE_ROOT } from '../../paths.js';
 import { pythonEnv } from '../python-env.js';
 import { MIN_PYTHON, versionText } from '../python-minimum.js';
+import { setupVenvDir } from '../resolve-python.js';
 import { launchCommand, LineFramer, PythonProcess, waitFor } from '../python-process.js';
 import type { NormalisedOptions } from '../session-options.js';
 import type { WorkerLaunch, WorkerLauncher, WorkerProcess } from '../worker.js';
@@ -32,16 +35,6 @@ export interface RayOptions {
   connectTimeoutMs?: number;
 }
 
-/** Where the executor ran the calls, for the record (see ExecutorInfo in calls.ts). */
-export interface RayExecutorInfo {
-  kind: 'ray';
-  address: string;
-  actors: number;
-  nodes: number;
-  /** Actors lost during the run, each with why; their calls ran again on another actor. */
-  lost: { actor: string; reason: string }[];
-}
-
 const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 /** Importing Ray and starting the driver's core worker, on top of the connect itself. */
 const DRIVER_START_MS = 30_000;
@@ -50,13 +43,11 @@ const SHUTDOWN_WAIT_MS = 10_000;
 const MAX_SHIPPED_BYTES = 16 * 1024 * 1024;
 export const DRIVER_PATH = path.join(PACKAGE_ROOT, 'python', 'gatekept_ray.py');
 
-/** The interpreter of the venv `scripts/setup-python-env.sh ray` builds, under the same root. */
+/** The interpreter of the venv `scripts/setup-python-env.sh ray` builds. */
 export function defaultRayPython(): string {
-  const root = process.env.GATEKEPT_VENV_ROOT || path.join(homedir(), '.cache', 'gatekept', 'venvs');
-  return path.join(root, 'ray', 'bin', 'python');
+  return path.join(setupVenvDir('ray'), 'bin', 'python');
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isText = (value: unknown): value is string => typeof value === 'string';
 
 export class RayBackend implements WorkerLauncher {
@@ -66,7 +57,8 @@ export class RayBackend implements WorkerLauncher {
   private holders = 0;
   private closing: Promise<void> | null = null;
   private gone = false;
-  readonly info: RayExecutorInfo;
+  /** Where the calls ran, for the record; the pool adds where each gold ran. */
+  readonly info: ExecutorInfo;
   /** Told each lost actor as it is lost. */
   onLost: ((actor: string, reason: string) => void) | null = null;
 
