@@ -72,8 +72,10 @@ describe('showing completions', () => {
     // An escape is one unit: never cut in two by wrapping.
     const lines = fold('12\u200b34', { width: 3 }).map((line) => line.pieces.map((piece) => piece.text).join(''));
     expect(lines).toEqual(['12', '\\u200b', '34']);
-    expect(showShort('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
-    expect(showShort('1234567\u200b89', 10)).toBe('1234567…');
+    // A cut line keeps its end, where the answer is, as well as its start.
+    expect(showShort('x'.repeat(100), 10)).toBe(`${'x'.repeat(6)}…${'x'.repeat(3)}`);
+    expect(showShort(`<think>\n${'Let me check. '.repeat(5)}</think>\n\\boxed{42}`, 40)).toBe('<think>\\nLet me check. Let…>\\n\\boxed{42}');
+    expect(showShort('1234567\u200b89', 10)).toBe('123456…89');
   });
 });
 
