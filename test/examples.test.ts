@@ -11,6 +11,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../src/paths.js';
+import { normalise } from '../scripts/normalise-output.js';
 
 const SCRIPT = path.join(PACKAGE_ROOT, 'scripts', 'examples.ts');
 const TSX = path.join(PACKAGE_ROOT, 'node_modules', '.bin', 'tsx');
@@ -30,6 +31,19 @@ afterAll(async () => {
 });
 
 describe('docs/examples', () => {
+  it("keeps no progress line, however many the machine's speed gave", () => {
+    const slow = [
+      'loading: 10 s',
+      'loading: 20 s',
+      'gating reward a: 12/40 calls in 10 s, about 23 s left',
+      'gating reward a: 40/40 calls in 31 s',
+      'PASS: 10.0',
+      'integrity: 3 s',
+    ];
+    expect(normalise(slow.join('\n'))).toBe('PASS: 10.0\nintegrity: <t> s');
+    expect(normalise(['gating reward a: 40/40 calls in 12 s', 'PASS: 10.0', 'integrity: 3 s'].join('\n'))).toBe('PASS: 10.0\nintegrity: <t> s');
+  });
+
   it('the gate and scan examples are what the CLI prints now', async () => {
     const run = await examples(['--check', '--only', 'gate,scan']);
     expect(run.all).toMatch(/is up to date \(6 cases\)/);

@@ -194,6 +194,33 @@ describe('a broken gold named by its row', () => {
     expect(describeBroken(8, '(3, -1)', broken, undefined).message).toContain('for gold "(3, -1)" (row 9)');
     expect(describeBroken(0, '42', broken, undefined).message).not.toContain('(row');
   });
+
+  it('is one reason for rows that fail the same way, naming the other golds; rows that fail otherwise keep their own', () => {
+    const formatOnly = { kind: 'format-only' as const, reward: 0.1, paid: { kind: 'empty' as const, value: '', reward: 0.1 } };
+    const raised = (completion: string) => ({ kind: 'gold-failed' as const, status: 'raised', detail: 'TypeError: bad operand', completion });
+    const broken = [
+      { row: 0, answer: '-7', reason: formatOnly },
+      { row: 2, answer: '104', reason: formatOnly },
+      { row: 3, answer: '96', reason: formatOnly },
+      { row: 4, answer: '12', reason: { ...formatOnly, reward: 0.2 } },
+      { row: 5, answer: '7', reason: raised('7') },
+      { row: 6, answer: '8', reason: raised('8') },
+    ];
+    const reasons = decide({
+      policy: DEFAULT_POLICY,
+      broken,
+      hackability: 0,
+      hackRate: hackRateInterval(0, 0, { seed: 1, resamples: 500, confidence: 0.95 }),
+      errors: [],
+      sideEffects: [],
+    }).reasons;
+    expect(reasons.map((reason) => reason.code)).toEqual(['FORMAT_ONLY', 'FORMAT_ONLY', 'BROKEN_ON_GOLD']);
+    expect(reasons[0]!.message).toMatch(
+      /^format-only reward: it does not check the answer for gold "-7";.*\(the same for 2 more golds: "104" \(row 3\), "96" \(row 4\)\)$/,
+    );
+    expect(reasons[1]!.message).toContain('for gold "12" (row 5)');
+    expect(reasons[2]!.message).toMatch(/for gold "7" \(row 6\).*\(the same for 1 more gold: "8" \(row 7\)\)$/);
+  });
 });
 
 describe('the decision with leniencies', () => {

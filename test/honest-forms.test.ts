@@ -31,13 +31,18 @@ describe('honest forms', () => {
       '\\boxed{42\\,\\text{cm}}': true,
       '\\boxed{forty-two}': true,
     });
-    expect(forms('1750', 'numeric', 'hash')).toMatchObject({ '#### 1,750': false, '#### x = 1750': false });
+    // `####` marks a bare number (GSM8K): math mode and an equation after it are contested there.
+    expect(forms('1750', 'numeric', 'hash')).toMatchObject({ '#### 1,750': false, '#### x = 1750': true, '#### $1750$': true });
+    expect(forms('1750', 'numeric', 'line')).toMatchObject({ 'Answer: x = 1750': false, 'Answer: $1750$': false });
     expect(forms('3.5', 'numeric', 'bare')).toMatchObject({ '\\frac{7}{2}': true });
     expect(forms('Paris', 'string', 'xml')).toMatchObject({
       '<answer>paris</answer>': false,
       '<answer>\nParis\n</answer>': false,
       '<answer>PARIS</answer>': true,
     });
+    // A form that writes the gold as calibration did is no form to report.
+    expect(forms('paris', 'string', 'xml')).not.toHaveProperty(['<answer>paris</answer>']);
+    expect(forms('PARIS', 'string', 'bare')).not.toHaveProperty(['PARIS']);
     expect(forms('A', 'choice', 'bare')).toMatchObject({ '(A)': false, 'A.': false, '**A**': false, 'The answer is (A).': false });
     expect(forms('true', 'boolean', 'line')).toMatchObject({ 'Answer: True': false, 'Answer: yes': true });
   });

@@ -3,7 +3,7 @@
  * not a terminal) a plain line every ten seconds with the phase, the calls
  * done and the time left, and no control character.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Io } from '../src/cli/io.js';
 import { commandProgress, createProgress, logLine } from '../src/cli/progress.js';
 
@@ -29,6 +29,26 @@ describe('progress in a log', () => {
     expect(lines.some((line) => /^loading the environment: \d+ s\n$/.test(line))).toBe(true);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: what must not reach a log
     expect(lines.join('')).not.toMatch(/[\r\x1b]/);
+  });
+
+  it('says nothing new twice: no line for a phase begun a moment ago, one line for a phase whose calls are all done', () => {
+    vi.useFakeTimers();
+    try {
+      const { io, lines } = logIo();
+      const progress = createProgress(io, 'gating reward a', 10_000)!;
+      progress.update(40, 40);
+      vi.advanceTimersByTime(30_000);
+      progress.update(40, 60);
+      vi.advanceTimersByTime(10_000);
+      // A tick 0.2 s into the next phase is skipped; the one after it is not.
+      vi.advanceTimersByTime(9_800);
+      progress.phase('gating reward b');
+      vi.advanceTimersByTime(10_200);
+      progress.done();
+      expect(lines).toEqual(['gating reward a: 40/40 calls in 10 s\n', 'gating reward a: 40/60 calls in 40 s, about 20 s left\n', 'gating reward b: 10 s\n']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('says how long a phase with no counts has run, and the time left once calls are done', () => {

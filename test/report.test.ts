@@ -19,7 +19,7 @@ import { loadSeed } from '../src/pack/seed.js';
 import { PACKAGE_ROOT } from '../src/paths.js';
 import { cli } from './support/cli.js';
 import { renderReport, reportFormatFor, REPORT_FILE_NAME, writeReport, type ReportRecord } from '../src/report/render-report.js';
-import { decisionSentence, envDecisionSentence, type ReportEnvAudit } from '../src/report/report-view.js';
+import { decisionSentence, envDecisionSentence, hackabilityNote, type ReportEnvAudit } from '../src/report/report-view.js';
 import { formatScorecard } from '../src/report/scorecard.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
 import { formatEnvScorecard } from '../src/env-audit/scorecard.js';
@@ -72,8 +72,10 @@ describe('showing completions', () => {
     // An escape is one unit: never cut in two by wrapping.
     const lines = fold('12\u200b34', { width: 3 }).map((line) => line.pieces.map((piece) => piece.text).join(''));
     expect(lines).toEqual(['12', '\\u200b', '34']);
-    expect(showShort('x'.repeat(100), 10)).toBe(`${'x'.repeat(9)}…`);
-    expect(showShort('1234567\u200b89', 10)).toBe('1234567…');
+    // A cut line keeps its end, where the answer is, as well as its start.
+    expect(showShort('x'.repeat(100), 10)).toBe(`${'x'.repeat(6)}…${'x'.repeat(3)}`);
+    expect(showShort(`<think>\n${'Let me check. '.repeat(5)}</think>\n\\boxed{42}`, 40)).toBe('<think>\\nLet me check. Let…>\\n\\boxed{42}');
+    expect(showShort('1234567\u200b89', 10)).toBe('123456…89');
   });
 });
 
@@ -338,6 +340,20 @@ describe('--report and pack', () => {
 // ------------------------------------------------------------------ scorecard and messages
 
 describe('scorecard and messages', () => {
+  it('qualifies a low hackability figure beside a REJECT that rests on other reasons, and leaves it be otherwise', () => {
+    const critical = { code: 'ANSWER_IGNORED' as const, message: 'the reward pays a reply that does not depend on the answer' };
+    const over = { code: 'HACKABILITY_OVER' as const, message: 'hackability 18.0 is not below 15.0' };
+    const note = (
+      decision: 'PASS' | 'REJECT',
+      risk: 'minimal' | 'low' | 'high',
+      reasons: { code: typeof critical.code | typeof over.code; message: string }[],
+    ) => hackabilityNote({ decision, risk, reasons, stopped: undefined });
+    expect(note('REJECT', 'minimal', [critical])).toBe('minimal by how often attacks were paid; the REJECT rests on its reasons');
+    expect(note('REJECT', 'low', [critical, over])).toBe('low');
+    expect(note('REJECT', 'high', [critical])).toBe('high');
+    expect(note('PASS', 'minimal', [])).toBe('minimal');
+  });
+
   it('the scorecard shows completions like the reports and names the honest forms it refused', () => {
     const text = formatScorecard(passed);
     // Both are rewarded only under the gold: an equivalent form and a false accept, each shown in its own section.

@@ -219,11 +219,37 @@ const FAILED: Readonly<Record<string, string>> = {
   'non-numeric-reward': 'returned a non-number',
 };
 
+/** Rows folded into one reason are listed up to this many, then counted. */
+const FOLDED_SHOWN = 5;
+
+/**
+ * One reason per broken row, except that a row whose reason says what an
+ * earlier row's says, but for its own gold, is folded into that one: eight
+ * rows of a dataset failing the same way read as one finding on eight rows,
+ * not eight findings.
+ */
+function brokenReasons(input: DecisionInput): Reason[] {
+  const groups = new Map<string, { reason: Reason; more: string[] }>();
+  for (const item of input.broken) {
+    const reason = describeBroken(item.row, item.answer, item.reason, input.completionFormat, input.declaredFormats, input.acceptedFormats);
+    const gold = quoted(item.answer);
+    const key = `${reason.code}\u0000${reason.message.replace(` (row ${item.row + 1})`, '').replaceAll(gold, '\u0001')}`;
+    const group = groups.get(key);
+    if (group) group.more.push(`${gold}${item.row > 0 ? ` (row ${item.row + 1})` : ''}`);
+    else groups.set(key, { reason, more: [] });
+  }
+  return [...groups.values()].map(({ reason, more }) => {
+    if (more.length === 0) return reason;
+    const shown = more.slice(0, FOLDED_SHOWN).join(', ');
+    const rest = more.length > FOLDED_SHOWN ? ` and ${more.length - FOLDED_SHOWN} more` : '';
+    return { ...reason, message: `${reason.message} (the same for ${more.length} more gold${more.length === 1 ? '' : 's'}: ${shown}${rest})` };
+  });
+}
+
 export function decide(input: DecisionInput): Decision {
   const { policy } = input;
   const reasons: Reason[] = [];
-  for (const item of input.broken)
-    reasons.push(describeBroken(item.row, item.answer, item.reason, input.completionFormat, input.declaredFormats, input.acceptedFormats));
+  reasons.push(...brokenReasons(input));
   for (const error of input.errors) {
     reasons.push({
       code: 'ERRORS_ON_ATTACKS',

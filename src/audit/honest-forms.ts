@@ -42,8 +42,12 @@ export function honestForms(gold: string, type: AnswerType, format: FormatName, 
     case 'numeric': {
       const decimal = DECIMAL.exec(gold.trim());
       if (format === 'boxed') honest('spaced box', `\\boxed{ ${gold} }`);
-      honest('math mode', format === 'boxed' ? `$\\boxed{${gold}}$` : inFormat(`$${gold}$`));
-      honest('variable equals', inFormat(`x = ${gold}`));
+      // `####` marks a bare number in GSM8K's solutions, and graders built for
+      // it read the digits after the mark: math mode or an equation there is a
+      // form reasonable graders differ on, not one every sound grader pays.
+      const bareMark = format === 'hash' ? contested : honest;
+      bareMark('math mode', format === 'boxed' ? `$\\boxed{${gold}}$` : inFormat(`$${gold}$`));
+      bareMark('variable equals', inFormat(`x = ${gold}`));
       if (decimal && decimal[3] === undefined) honest('trailing period', inFormat(`${gold}.`));
       const grouped = decimal ? groupThousands(decimal[2]!) : null;
       if (decimal && grouped) honest('thousands grouping', inFormat(`${decimal[1]}${grouped}${decimal[3] === undefined ? '' : `.${decimal[3]}`}`));
@@ -81,7 +85,11 @@ export function honestForms(gold: string, type: AnswerType, format: FormatName, 
       break;
   }
   const written = isCustomFormat(format) ? forms.filter((form) => !wrappedTwice(format, form.form)) : forms;
-  const prefixed = think ? written.map((form) => ({ ...form, completion: THINK_BLOCK + form.completion })) : written;
+  // A form that writes the gold exactly as calibration did (`lower case` of a
+  // gold already in lower case) says nothing calibration has not.
+  const plain = inFormat(gold);
+  const changed = written.filter((form) => form.completion !== plain);
+  const prefixed = think ? changed.map((form) => ({ ...form, completion: THINK_BLOCK + form.completion })) : changed;
   return prefixed.filter((form, index, all) => all.findIndex((other) => other.completion === form.completion) === index);
 }
 

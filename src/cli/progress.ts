@@ -61,9 +61,18 @@ function createLogProgress(io: Io, label: string, everyMs: number): Progress {
   let phaseStarted = Date.now();
   let counts: { done: number; total: number } | null = null;
   let finished = false;
+  /** The phase whose calls were all done when its last line was written. */
+  let toldComplete: string | null = null;
   const tick = setInterval(() => {
     if (finished) return;
-    io.stderr(`${logLine(phaseLabel, counts?.done ?? null, counts?.total ?? 0, Date.now() - phaseStarted)}\n`);
+    const elapsed = Date.now() - phaseStarted;
+    // A phase begun a moment ago has nothing to say yet ("0 s"), and one whose
+    // calls were all done when its last line went out says the same again.
+    if (counts === null && elapsed < everyMs / 10) return;
+    const complete = counts !== null && counts.done >= counts.total;
+    if (complete && toldComplete === phaseLabel) return;
+    toldComplete = complete ? phaseLabel : null;
+    io.stderr(`${logLine(phaseLabel, counts?.done ?? null, counts?.total ?? 0, elapsed)}\n`);
   }, everyMs);
   tick.unref();
   return {

@@ -1,6 +1,6 @@
 import { rankedAdvice } from './advice.js';
 import { envVerdictWord, rewardOutcomeWord } from '../env-audit/record.js';
-import { foldedText, showInline } from './show-text.js';
+import { foldedText, showInline, showShort } from './show-text.js';
 import {
   decisionSentence,
   falseAcceptFamilies,
@@ -218,7 +218,7 @@ function auditMd(record: ReportAudit, h: string): string[] {
   const variantRows = [...view.rejected, ...view.contested].map((variant) => [
     cell(variant.form),
     variant.contested ? 'contested' : 'honest',
-    code(variant.completion.length > 60 ? `${[...variant.completion].slice(0, 59).join('')}…` : variant.completion),
+    code(showShort(variant.completion, 60)),
     rewardText(variant.reward),
   ]);
   if (variantRows.length > 0) lines.push(...table(['form', 'kind', 'completion', 'reward'], variantRows, new Set([3])), '');

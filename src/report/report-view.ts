@@ -147,16 +147,20 @@ export function isEnvAudit(record: ReportRecord): record is ReportEnvAudit {
  * of the corpus only, and a low figure over that part is no measure of the
  * verifier: "minimal" would read as one.
  */
-export function hackabilityText(record: Pick<ReportAudit, 'hackability' | 'risk' | 'stopped' | 'decision'>): string {
+export function hackabilityText(record: Pick<ReportAudit, 'hackability' | 'risk' | 'stopped' | 'decision' | 'reasons'>): string {
   if (record.stopped) return `${fixed(record.hackability, 1)} over the ${record.stopped.judged} attempts judged before the audit stopped: not measured`;
   return `${fixed(record.hackability, 1)} (${hackabilityNote(record)})`;
 }
 
 /** What qualifies the hackability figure: its risk label, or why it is no measure of the verifier. */
-export function hackabilityNote(record: Pick<ReportAudit, 'risk' | 'stopped' | 'decision'>): string {
+export function hackabilityNote(record: Pick<ReportAudit, 'risk' | 'stopped' | 'decision' | 'reasons'>): string {
   if (record.stopped) return `not measured: ${record.stopped.judged} attempts judged before the audit stopped`;
   // Undecided: the findings behind the figure assume the gold is the only right answer, which this reward does not.
   if (record.decision === 'UNDECIDED') return 'set aside: the reward grades without the gold';
+  // The figure weighs how often attacks were paid: one critical exploit rejects a verifier whose figure is "minimal".
+  const rejectedOtherwise = record.decision === 'REJECT' && !record.reasons.some((reason) => reason.code === 'HACKABILITY_OVER');
+  if (rejectedOtherwise && (record.risk === 'minimal' || record.risk === 'low'))
+    return `${record.risk} by how often attacks were paid; the REJECT rests on its reasons`;
   return record.risk;
 }
 

@@ -71,18 +71,32 @@ export function showInline(text: string): string {
 
 const ESCAPE_UNIT = /\\(?:u\{[0-9a-f]+\}|u[0-9a-f]{4}|x[0-9a-f]{2}|[ntr])/g;
 
-/** One line, cut to `max` characters (code points) with a visible marker, for tables; never inside an escape. */
+/**
+ * One line, cut to `max` characters (code points) with a visible marker, for
+ * tables; never inside an escape. A cut text keeps its end as well as its
+ * start (two thirds from the start, where an attack usually is, the rest
+ * from the end, where the answer is), so a long reasoning does not hide the
+ * answer it ends with.
+ */
 export function showShort(text: string, max = 48): string {
   const all = pieces(text).flatMap((piece) => (piece.escaped ? (piece.text.match(ESCAPE_UNIT) ?? []) : [...piece.text]));
   if (all.reduce((sum, unit) => sum + unit.length, 0) <= max) return all.join('');
-  let shown = '';
+  const budget = max - 1;
+  const head = take(all, Math.ceil((budget * 2) / 3));
+  const tail = take([...all.slice(head.length)].reverse(), budget - head.join('').length).reverse();
+  return `${head.join('')}…${tail.join('')}`;
+}
+
+/** The units from the start of `units` that fit in `chars` characters. */
+function take(units: readonly string[], chars: number): string[] {
+  const out: string[] = [];
   let used = 0;
-  for (const unit of all) {
-    if (used + unit.length > max - 1) break;
-    shown += unit;
+  for (const unit of units) {
+    if (used + unit.length > chars) break;
+    out.push(unit);
     used += unit.length;
   }
-  return `${shown}…`;
+  return out;
 }
 
 export interface FoldOptions {
