@@ -91,6 +91,25 @@ describe('decisions by gain', () => {
     expect(finding.gain).toBe(0.5);
   }, 240_000);
 
+  it('passes mean relative accuracy on one gold, a distance or a count, and still rejects a payment that does not follow the answer', async () => {
+    // A dump read by its first value, 1.8, earns 0.6 under 2.4 and 0.5 under the made-up gold 1.4, where 2.4 itself earns
+    // nothing: that value is near both. Under a gold a thousand times beyond every number it states it earns nothing.
+    const mra = 'test/fixtures/gain/first_float_mra.py';
+    for (const answer of ['2.4', '17']) {
+      const result = await gate({ ...base, reward: `${mra}:reward`, answer });
+      expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
+      expect(result.record.findings.filter((finding) => finding.invariant === 'answer-ignored')).toEqual([]);
+    }
+    // Half for a reply with no number is paid under the far gold as well; so is any undershoot scored by a signed error.
+    for (const fn of ['no_number_half', 'no_abs']) {
+      const result = await gate({ ...base, reward: `${mra}:${fn}`, answer: '2.4' });
+      expect(result.decision).toBe('REJECT');
+      expect(result.record.reasons.map((reason) => reason.code)).toContain('ANSWER_IGNORED');
+      const finding = result.record.findings.find((item) => item.invariant === 'answer-ignored')!;
+      expect(finding.rewarded_under.some((gold) => Number(gold) >= 1000 * 2.4)).toBe(true);
+    }
+  }, 240_000);
+
   it('does not reject an exact match that pays wrong replies a length crumb under the margin; a strict policy does', async () => {
     for (const fn of ['reward', 'signed']) {
       const options = { ...base, reward: `test/fixtures/gain/length_crumb.py:${fn}`, dataset: 'test/fixtures/gain/counts.jsonl' };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide } from '../src/audit/decide.js';
 import { layoutOf, screen, settle } from '../src/audit/judge.js';
-import { alternateGolds, infoUnder, reReadings, sameValue, statedAlternates, unstatedAlternate } from '../src/audit/invariance.js';
+import { alternateGolds, farGold, infoUnder, reReadings, sameValue, statedAlternates, unstatedAlternate } from '../src/audit/invariance.js';
 import { DEFAULT_POLICY } from '../src/audit/policy.js';
 import type { EvalResult } from '../src/calls.js';
 import type { Candidate } from '../src/audit/expand-candidates.js';
@@ -345,6 +345,16 @@ describe('alternate golds', () => {
     expect(statedAlternates('New York or Lima', ['Lima'], city, 'or').count).toBe(2);
     expect(statedAlternates('<answer>Screaming Trees Quito Manila</answer>', ['Quito', 'Manila'], { ...city, gold: 'Screaming Trees' }).count).toBe(3);
     expect(statedAlternates('York, New or Lima', ['Lima'], city, 'or').count).toBe(3);
+  });
+
+  it('gives a number a far gold: a power of ten a thousand times beyond the gold and every number the completion states, in its sign and spelling', () => {
+    // A dump of values up to 38.9 under 2.4: a closeness score pays none of them under 100000.
+    expect(farGold('1.8 7.7 2.4 38.9', '2.4', 'numeric')).toBe('100000.0');
+    expect(farGold('Judgement: CORRECT', '17', 'numeric')).toBe('100000');
+    expect(farGold('\\boxed{}', '-3', 'numeric')).toBe('-10000');
+    expect(farGold('$1,000', '$1,000', 'numeric')).toBe('$1,000,000');
+    expect(farGold('about 1e6', '5', 'numeric')).toBe('1000000000');
+    expect(farGold('Paris', 'Oslo', 'string')).toBeNull();
   });
 
   it('compares values, not spellings', () => {

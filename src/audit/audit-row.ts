@@ -1,6 +1,6 @@
 import { callKey, isNear, isNearValue, measureBaselines, wrongCommitment } from './commit-baselines.js';
 import { weighConstantAnswers } from './constant-answers.js';
-import { alternateGolds, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
+import { alternateGolds, farGold, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, fallbackProbes, inLayout, type Levels, type Probe } from './calibrate.js';
 import { asksForeign, foreignCompletions, foreignValues, judgeForeign } from './gold-foils.js';
 import { honestForms } from './honest-forms.js';
@@ -400,8 +400,16 @@ export async function auditRow(
     ? weighing.filter(({ candidate, outcomes, reward }) => reward !== null && paidWhateverTheGold(candidate, outcomes, levels, reward, gains) !== null)
     : [];
   judgeMs += performance.now() - judging;
+  // Tried only under golds near the row's, a number may be paid by a closeness score for what it states: such a
+  // completion is tried under a gold far from all it states as well (see farGold), where only a payment that ignores
+  // the answer still pays.
   const baselines = await measureBaselines(
-    paidAnyway.map(({ index, candidate, outcomes }) => ({ index, candidate, answers: outcomes.map(({ answer }) => answer) })),
+    paidAnyway.map(({ index, candidate, outcomes }) => ({
+      index,
+      candidate,
+      answers: outcomes.map(({ answer }) => answer),
+      far: farGold(candidate.completion, plan.row.answer, plan.context.type),
+    })),
     levels,
     wrongProbe,
     { gold: plan.row.answer, wrong: plan.context.wrong[0]!, type: plan.context.type },
@@ -412,6 +420,10 @@ export async function auditRow(
       ),
   );
   judging = performance.now();
+  for (const { index, outcomes } of paidAnyway) {
+    const far = baselines.farOutcome(index);
+    if (far) outcomes.push(far);
+  }
   const weighingOf = (index: number): Weighing => {
     const wrongUnder = baselines.wrongUnder(index);
     return wrongUnder ? { ...gains, wrongUnder } : gains;

@@ -82,20 +82,33 @@ export function callKey(answer: string, completion: string): string {
 /**
  * Measure the commitments of each completion paid whatever the gold, under
  * the row's gold and each of its alternates, in one evaluation; what the
- * best of them earns under a gold is that completion's `wrongUnder`.
+ * best of them earns under a gold is that completion's `wrongUnder`. A
+ * completion given a `far` gold (see farGold) is scored under it too, and so
+ * are its commitments: its outcome there is `farOutcome`, one more gold it
+ * must be paid under to be paid whatever the gold.
  */
 export async function measureBaselines(
-  paid: readonly { index: number; candidate: Pick<Candidate, 'format' | 'completion'>; answers: readonly string[] }[],
+  paid: readonly { index: number; candidate: Pick<Candidate, 'format' | 'completion'>; answers: readonly string[]; far?: string | null }[],
   levels: Levels,
   probe: Probe | undefined,
   row: { gold: string; wrong: string; type: AnswerType },
   evaluate: (requests: { completion: string; answer: string }[]) => Promise<EvalResult[]>,
-): Promise<{ results: EvalResult[]; wrongUnder: (index: number) => ((gold: string) => number | null) | undefined }> {
+): Promise<{
+  results: EvalResult[];
+  wrongUnder: (index: number) => ((gold: string) => number | null) | undefined;
+  farOutcome: (index: number) => { answer: string; result: EvalResult } | undefined;
+}> {
   const keys = new Map<string, { completion: string; answer: string }>();
+  const farOf = new Map<number, { answer: string; key: string }>();
   const plans = new Map(
-    paid.map(({ index, candidate, answers }) => {
+    paid.map(({ index, candidate, answers, far }) => {
       const commitments = commitmentsFor(candidate, levels, probe, { gold: row.gold, wrong: row.wrong });
-      for (const answer of [row.gold, ...answers]) {
+      if (far) {
+        const key = callKey(far, candidate.completion);
+        keys.set(key, { completion: candidate.completion, answer: far });
+        farOf.set(index, { answer: far, key });
+      }
+      for (const answer of [row.gold, ...answers, ...(far ? [far] : [])]) {
         for (const { completion } of commitmentsUnder(commitments, answer, row.type)) keys.set(callKey(answer, completion), { completion, answer });
       }
       return [index, commitments] as const;
@@ -116,6 +129,11 @@ export async function measureBaselines(
     wrongUnder: (index) => {
       const commitments = plans.get(index);
       return commitments ? (answer) => best(answer, commitmentsUnder(commitments, answer, row.type)) : undefined;
+    },
+    farOutcome: (index) => {
+      const far = farOf.get(index);
+      const result = far ? measured.get(far.key) : undefined;
+      return far && result ? { answer: far.answer, result } : undefined;
     },
   };
 }

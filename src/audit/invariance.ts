@@ -1,7 +1,7 @@
 import { formatNumber, type FormatName } from './answer-values.js';
 import { slotValue } from './committed-answer.js';
 import type { AnswerType } from '../types.js';
-import { readNumber } from './number-spelling.js';
+import { readNumber, writeLike } from './number-spelling.js';
 import { isMathValue, mathSpans, sameMathValue } from './math-value.js';
 
 /**
@@ -394,4 +394,36 @@ export function unstatedAlternate(completion: string, answers: readonly string[]
     if (!said) return fresh;
   }
   return null;
+}
+
+/** How many powers of ten a far gold lies beyond every number a completion states (see farGold). */
+export const FAR_POWERS = 3;
+
+/** A written number, with grouping and an exponent: the largest a reader may take it for. */
+const ANY_NUMBER = /\d[\d,_]*(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+/**
+ * A numeric gold far from every number a completion states and from the
+ * row's gold: a power of ten FAR_POWERS beyond the largest of them, of the
+ * gold's sign and in its spelling (`100000.0` for `2.4` beside values up to
+ * 40). The generated alternates of a number lie near it, since the near
+ * misses test tolerances; but a closeness score (mean relative accuracy, a
+ * relative error) pays a value under every gold near it, so a completion
+ * paid under those alone may be paid for what it states. Under a gold a
+ * thousand times beyond it, such a score pays nothing (a ratio pays a
+ * thousandth), while a payment that ignores the answer is paid there too.
+ * Null for other types, and where no such number is finite.
+ */
+export function farGold(completion: string, gold: string, type: AnswerType): string | null {
+  if (type !== 'numeric') return null;
+  const spelling = readNumber(gold);
+  const value = spelling?.value ?? Number(gold.trim());
+  if (!Number.isFinite(value)) return null;
+  const written = [...completion.matchAll(ANY_NUMBER)].map((match) => Number(match[0].replace(/[,_]/g, '')));
+  const largest = Math.max(1, Math.abs(value), ...written.filter((number) => Number.isFinite(number)));
+  const far = 10 ** (Math.ceil(Math.log10(largest)) + FAR_POWERS);
+  if (!Number.isFinite(far)) return null;
+  const decimals = spelling?.decimals ?? /\.(\d+)/.exec(gold)?.[1]?.length ?? 0;
+  const bare = `${value < 0 ? '-' : ''}${far.toFixed(decimals)}`;
+  return spelling ? writeLike(bare, spelling) : bare;
 }
