@@ -326,6 +326,18 @@ describe('gate on real verifiers', () => {
     expect(declared.decision).toBe('PASS');
   });
 
+  it('names the layout of a box inside a tag in its hint, and passes the grader once it is declared so', async () => {
+    const reward = path.join('test', 'fixtures', 'invariance', 'boxed-in-tag.py:reward');
+    const broken = await gate({ ...base, reward, answer: '42', completionFormat: 'string' });
+    expect(broken.decision).toBe('REJECT');
+    const hint = broken.record.reasons.find((reason) => reason.code === 'NO_FORMAT_ACCEPTS_GOLD')!;
+    expect(hint.message).toContain("'<answer>\\boxed{{}}</answer>' for a box inside a tag");
+    // Written as the hint says: the first {} is the answer's place.
+    const declared = await gate({ ...base, reward, answer: '42', completionFormat: 'string', format: ['<answer>\\boxed{{}}</answer>'] });
+    expect(declared.decision).toBe('PASS');
+    expect(declared.record.target.golds[0]!.accepted_formats).toContain('<answer>\\boxed{{}}</answer>');
+  });
+
   it("tries the R1-Zero template's join before calling a grader broken that reads replies only there, and attacks in it", async () => {
     const reward = (fn: string) => path.join('test', 'fixtures', 'invariance', `r1-zero-join.py:${fn}`);
     const sound = await gate({ ...base, reward: reward('reward'), answer: '42' });

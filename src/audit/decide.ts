@@ -110,7 +110,7 @@ function describeEnvironmentFailure(where: string, detail: string, library: Libr
  */
 function declaredHint(declared: readonly string[]): string {
   if (declared.length === 0)
-    return "if it reads another layout, declare it with --format '<TAG>{}</TAG>' (the R1-Zero template's join, '</think> <answer>{}</answer>', was tried too)";
+    return "if it reads another layout, declare it with --format '<TAG>{}</TAG>', or '<answer>\\boxed{{}}</answer>' for a box inside a tag (the R1-Zero template's join, '</think> <answer>{}</answer>', was tried too)";
   const shown = declared.map((format) => quoted(format)).join(', ');
   return `the layout${declared.length === 1 ? '' : 's'} declared with --format (${shown}) ${declared.length === 1 ? 'was' : 'were'} refused too: if the verifier wants text before the answer (the end of a reasoning block, in its own marker), write it into the template, before the {}'s tag`;
 }
