@@ -247,7 +247,7 @@ class V1Env(object):
             update = {self.answer_field: _coerce(answer, gold)}
             if gold is not None and not _same_gold(str(answer), gold):
                 for name, value in vars(task.data).items():
-                    swapped = _under_gold(value, gold, answer)
+                    swapped = _under_gold(value, gold, answer, prompt=task.data.prompt_text)
                     if name != self.answer_field and swapped is not value:
                         update[name] = swapped
             task = task.with_data(**update)

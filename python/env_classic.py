@@ -55,6 +55,17 @@ def _after_examples(messages):
     return messages[last + 1 :]
 
 
+def _prompt_text(row):
+    """What the model is sent: the prompt the library formatted from
+    `question`, or the one the environment built itself (with the options a
+    bare `question` lacks). Few-shot turns before it are the same in every
+    row and are left out."""
+    prompt = _text_of(_after_examples(row.get("prompt")))
+    if not prompt and isinstance(row.get("question"), str):
+        prompt = row.get("question")
+    return prompt
+
+
 class V0Env(object):
     """A classic verifiers 0.3 environment, scored with its rubric's functions and parser."""
 
@@ -141,13 +152,7 @@ class V0Env(object):
     def rows(self):
         out = []
         for row in self.dataset:
-            # What the model is sent: the prompt the library formatted from
-            # `question`, or the one the environment built itself (with the
-            # options a bare `question` lacks). Few-shot turns before it are
-            # the same in every row and are left out.
-            prompt = _text_of(_after_examples(row.get("prompt")))
-            if not prompt and isinstance(row.get("question"), str):
-                prompt = row.get("question")
+            prompt = _prompt_text(row)
             answer = row.get(self.answer_field) if self.answer_field else None
             # The messages the model is sent (`prompt`, formatted from `question` when the dataset had none) hold its images.
             info = row.get("info") if self.multi_turn else None
@@ -187,7 +192,8 @@ class V0Env(object):
         if self.answer_field is not None:
             gold = data.get(self.answer_field)
             if gold is not None and not _same_gold(str(answer), gold):
-                data = {key: value if key == self.answer_field else _under_gold(value, gold, answer) for key, value in data.items()}
+                shown = _prompt_text(data)
+                data = {key: value if key == self.answer_field else _under_gold(value, gold, answer, prompt=shown) for key, value in data.items()}
             data[self.answer_field] = _coerce(answer, gold)
         if track:
             self.watch.check("before scoring this completion")

@@ -169,22 +169,52 @@ def _decoration(value, gold):
 _AROUND = re.compile(r"^(\W*?)(\w.*?\w|\w)?(\W*)$", re.S)
 
 
-def _under_gold(value, gold, alternate, depth=3):
+def _under_gold(value, gold, alternate, depth=3, prompt=None):
     """A row's field as it would be under another gold, as the gate gives a
     row's info to an alternate gold: a string that is the gold becomes the
     alternate (written as the gold is there: `(D)` becomes `(B)`), and a list
     holding it (aliases) the alternate alone, since the true gold's aliases
-    would pay it under every gold. Anything else stays."""
+    would pay it under every gold. A list that already holds the alternate
+    stays (it is that answer's too: a question's other options, or the
+    alternate's own aliases), and so does a list whose every item the prompt
+    shows (`_shown_list`): the question's options, which another gold does not
+    change; made `[alternate]`, a reward that reads a label as the option at
+    its place would pay the gold's label under every alternate, which no row
+    of the environment does. Anything else stays."""
     if _same_gold(value, gold):
         return alternate
     decorated = _decoration(value, gold)
     if decorated is not None:
         return decorated[0] + str(alternate) + decorated[1]
     if isinstance(value, (list, tuple)):
-        return [alternate] if any(_same_gold(item, gold) for item in value) else value
+        if not any(_same_gold(item, gold) for item in value):
+            return value
+        if any(_same_gold(item, alternate) for item in value) or _shown_list(value, prompt):
+            return value
+        return [alternate]
     if depth > 0 and isinstance(value, dict):
-        return {key: _under_gold(inner, gold, alternate, depth - 1) for key, inner in value.items()}
+        return {key: _under_gold(inner, gold, alternate, depth - 1, prompt) for key, inner in value.items()}
     return value
+
+
+def _shown_form(text):
+    return " ".join(text.split()).casefold()
+
+
+def _shown_list(items, prompt):
+    """Whether the prompt's text shows every item of a list of two or more
+    different strings, each whole (not inside a longer word): the options a
+    question offers. A gold's aliases are not in its prompt, or the prompt
+    would state the answer."""
+    if not isinstance(prompt, str) or len(items) < 2:
+        return False
+    if not all(isinstance(item, str) and item.strip() for item in items):
+        return False
+    texts = {_shown_form(item) for item in items}
+    if len(texts) < 2:
+        return False
+    shown = _shown_form(prompt)
+    return all(re.search(r"(?<![^\W_])%s(?![^\W_])" % re.escape(text), shown) for text in texts)
 
 
 def _field(item, name):

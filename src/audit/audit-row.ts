@@ -324,7 +324,7 @@ export async function auditRow(
     if (Object.keys(plan.row.info).length === 0) return plan.row.info;
     const known = infos.get(answer);
     if (known !== undefined) return known;
-    const info = infoUnder(plan.row.info, plan.row.answer, answer, plan.context.type);
+    const info = infoUnder(plan.row.info, plan.row.answer, answer, plan.context.type, plan.row.prompt);
     infos.set(answer, info);
     return info;
   };

@@ -339,21 +339,54 @@ function statedCount(completion: string, values: readonly string[], ctx: Pick<Al
  * gold becomes the alternate, and a list holding the gold (`"aliases":
  * ["New York", "NYC"]`) becomes the alternate alone: the gold's aliases are
  * no aliases of another answer, and a grader that reads them would pay the
- * true gold under every alternate. Everything else stays as it is.
+ * true gold under every alternate. A list that already holds the alternate
+ * stays (it is that answer's too: the other options of a question, or the
+ * alternate's own aliases), and so does a list the prompt shows, every item
+ * of it (see shownList): those are the question's options, which another
+ * gold does not change; made `[alternate]`, a grader that reads a label
+ * (`A`) as the option at its place would pay the gold's label under every
+ * alternate, which no row of the environment does. Everything else stays as
+ * it is.
  */
-export function infoUnder(info: Readonly<Record<string, unknown>>, gold: string, alternate: string, type: AnswerType): Record<string, unknown> {
+export function infoUnder(
+  info: Readonly<Record<string, unknown>>,
+  gold: string,
+  alternate: string,
+  type: AnswerType,
+  prompt: string | null = null,
+): Record<string, unknown> {
   const isGold = (value: unknown): boolean => typeof value === 'string' && sameValue(value, gold, type);
+  const isAlternate = (value: unknown): boolean => typeof value === 'string' && sameValue(value, alternate, type);
   const swap = (value: unknown, depth: number): unknown => {
     const around = typeof value === 'string' ? goldDecoration(value, gold) : null;
     if (around) return `${around.before}${alternate}${around.after}`;
     if (isGold(value)) return alternate;
-    if (Array.isArray(value)) return value.some(isGold) ? [alternate] : value;
+    if (Array.isArray(value)) return value.some(isGold) && !value.some(isAlternate) && !shownList(value, prompt) ? [alternate] : value;
     if (depth > 0 && value !== null && typeof value === 'object') {
       return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, swap(inner, depth - 1)]));
     }
     return value;
   };
   return swap(info, 3) as Record<string, unknown>;
+}
+
+/** Text as a list's item is looked for in a prompt: case and runs of spaces aside. */
+function shownForm(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().toLowerCase();
+}
+
+/**
+ * Whether the prompt shows every item of a list of two or more different
+ * strings, each as a whole (not inside a longer word): the options a question
+ * offers. A gold's aliases are not in its prompt, or the prompt would state
+ * the answer.
+ */
+export function shownList(items: readonly unknown[], prompt: string | null): boolean {
+  if (prompt === null || items.length < 2 || !items.every((item) => typeof item === 'string' && item.trim() !== '')) return false;
+  const texts = new Set((items as string[]).map(shownForm));
+  if (texts.size < 2) return false;
+  const shown = shownForm(prompt);
+  return [...texts].every((text) => new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(text)}(?![\\p{L}\\p{N}])`, 'u').test(shown));
 }
 
 /** Letters, digits and the underscore: what a value is written in; anything else around it is decoration. */

@@ -262,7 +262,7 @@ async function judgeChunk(
     completion: rollout.completion,
     answer,
     prompt: rollout.prompt,
-    info: answer === rollout.answer ? rollout.info : infoUnder(rollout.info, rollout.answer, answer, book.typeOf(rollout.answer)),
+    info: answer === rollout.answer ? rollout.info : infoUnder(rollout.info, rollout.answer, answer, book.typeOf(rollout.answer), rollout.prompt),
   });
   const [results, levels] = await Promise.all([evaluate(rollouts.map((rollout) => request(rollout))), Promise.all(entries.map((entry) => entry.levels))]);
   const passes = rollouts.map((_, index) => {

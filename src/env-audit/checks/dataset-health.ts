@@ -142,10 +142,75 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** The prompt states the answer outright: "the answer is X", "Answer: X", "\boxed{X}", or "= X" at its end. */
-export function promptLeaksAnswer(prompt: string, answer: string): boolean {
+/**
+ * One line of a listed option: a label (`A.`, `B)`, `(C)`, `[D]`, `E:`,
+ * `1.`, `12)`) or a bullet (`-`, `*`, `•`), then the option's text.
+ */
+const LISTED_OPTION = /^[ \t]*(?:[([]([A-Za-z]|\d{1,2})[)\]]|([A-Za-z]|\d{1,2})[.):\]]|([-*•]))[ \t]+(\S.*?)[ \t]*$/;
+
+/** An option's text as compared with the gold: case, runs of spaces and a closing stop aside. */
+function optionKey(text: string): string {
+  return text
+    .trim()
+    .replace(/[.;,]+$/, '')
+    .replace(/\s+/g, ' ')
+    .toLowerCase();
+}
+
+/** Whether `label` follows `last` in a list: `A` then `B`, `a` then `b`, `9` then `10`. */
+function follows(last: string, label: string): boolean {
+  if (/^\d+$/.test(last)) return /^\d+$/.test(label) && Number(label) === Number(last) + 1;
+  return label.length === 1 && label.charCodeAt(0) === last.charCodeAt(0) + 1;
+}
+
+/**
+ * The prompt less the option list that holds the gold: every multiple-choice
+ * prompt lists its right option, and that is no leak. A list is two or more
+ * option lines in a row (blank lines between them allowed) whose labels
+ * follow one another (`A. B. C.`, `(a) (b)`, `1) 2) 3)`) or that are bullets
+ * of one kind, with at least two different texts, one of them the gold. Only
+ * such lists go: a gold the prompt states besides them (`Hint: ...`, `the
+ * answer is ...`), or a line `A: ...` answering a few-shot `Q: ...`, is still
+ * read. The prompt as it is where no list holds the gold.
+ */
+export function withoutListedGold(prompt: string, answer: string): string {
+  const gold = optionKey(answer);
+  if (!gold) return prompt;
+  const lines = prompt.split('\n');
+  const drop = new Set<number>();
+  let block: { line: number; label: string; bullet: boolean; text: string }[] = [];
+  const close = () => {
+    const texts = new Set(block.map((option) => optionKey(option.text)));
+    if (block.length >= 2 && texts.size >= 2 && texts.has(gold)) for (const option of block) drop.add(option.line);
+    block = [];
+  };
+  lines.forEach((line, index) => {
+    if (line.trim() === '') return;
+    const match = LISTED_OPTION.exec(line);
+    if (!match) {
+      close();
+      return;
+    }
+    const bullet = match[3] !== undefined;
+    const label = match[1] ?? match[2] ?? match[3]!;
+    const last = block.at(-1);
+    if (last !== undefined && !(bullet === last.bullet && (bullet ? label === last.label : follows(last.label, label)))) close();
+    block.push({ line: index, label, bullet, text: match[4]! });
+  });
+  close();
+  return drop.size === 0 ? prompt : lines.filter((_, index) => !drop.has(index)).join('\n');
+}
+
+/**
+ * The prompt states the answer outright: "the answer is X", "Answer: X",
+ * "\boxed{X}", "= X" at its end, or a long answer quoted verbatim. The gold
+ * as one option of a list the prompt offers states nothing (see
+ * withoutListedGold); stated anywhere else it still does.
+ */
+export function promptLeaksAnswer(fullPrompt: string, answer: string): boolean {
   const value = answer.trim();
   if (!value) return false;
+  const prompt = withoutListedGold(fullPrompt, value);
   const v = escapeRegExp(value);
   const edge = '(?![\\p{L}\\p{N}])';
   const patterns = [
