@@ -149,6 +149,28 @@ describe('alternates from other rows', () => {
     expect(alternatesOf(plan.plans)).toEqual({ source: 'generated', dataset: 0, generated: 4 });
   });
 
+  it('takes one list given alone as a task of lists: no element alone is a gold, and the made-up answers are lists of its layout', async () => {
+    const gold = 'thought, sentence, federal, Only';
+    const plan = (await planAudit({ answer: gold }, DEFAULT_POLICY, cwd)).plans[0]!;
+    expect(plan.listsOnly).toBe(true);
+    const layout = /^[a-z]+, [a-z]+, [a-z]+, [A-Z][a-z]+$/;
+    for (const value of [...plan.context.wrong, plan.alternate!, ...plan.context.dumpPool.slice(0, 10)]) {
+      expect(value).toMatch(layout);
+      // No item of the gold is kept: a list that shares one is a near copy a positional grader pays in part.
+      for (const item of gold.split(', ')) expect(value.split(', ')).not.toContain(item);
+    }
+    const ctx = alternateContextOf(plan);
+    const hedge = `1thought, sentence, federal, Only, ${plan.context.wrong[0]}`;
+    const tried = alternateGolds(hedge, ctx);
+    expect(tried).toContain(plan.context.wrong[0]);
+    expect(tried.filter((value) => !value.includes(','))).toEqual([]);
+    // One answer that is no list keeps its made-up words; a list with values keeps its twins.
+    expect((await planAudit({ answer: 'olleh' }, DEFAULT_POLICY, cwd)).plans[0]!.listsOnly).toBeUndefined();
+    const assignment = (await planAudit({ answer: 'x=3, y=4' }, DEFAULT_POLICY, cwd)).plans[0]!;
+    expect(assignment.context.wrong.every((value) => !value.includes(','))).toBe(true);
+    expect(assignment.context.twin).toMatch(/^x=\d+, y=\d+$/);
+  });
+
   it('keeps a bounded pool of answers per shape, however many rows', () => {
     const pool = buildAnswerPool(
       Array.from({ length: 100_000 }, (_, index) => `answer${index.toString(36)}`),

@@ -303,6 +303,26 @@ describe('gate on real verifiers', () => {
     expect(broken.message).not.toMatch(/declare it with --format/);
   }, 120_000);
 
+  it('passes a list grader that credits items in place on one list gold, and rejects graders that pay naming many items', async () => {
+    // A longer list is paid under its first word alone, which a task of whole lists never has as a gold.
+    const fixture = (fn: string) => path.join('test', 'fixtures', 'invariance', `list-positions.py:${fn}`);
+    const answer = 'anchor, basalt, cobalt, dune, ember';
+    const positions = await gate({ ...base, reward: fixture('reward'), answer, completionFormat: 'string' });
+    expect(positions.record.findings.filter((finding) => finding.class === 'exploit')).toEqual([]);
+    expect(positions.decision).toBe('PASS');
+    for (const fn of ['reward_contains', 'reward_any_item', 'reward_recall']) {
+      const lenient = await gate({ ...base, reward: fixture(fn), answer, completionFormat: 'string' });
+      expect(lenient.decision).toBe('REJECT');
+      const exploit = lenient.record.findings.find((finding) => finding.class === 'exploit')!;
+      // Paid under another whole list, not under a piece of one.
+      expect(exploit.rewarded_under.slice(1).every((gold) => gold.split(', ').length === 5)).toBe(true);
+    }
+    // A prefix check pays a near miss of the last item under itself too: the reply in no format is tried whole.
+    const prefix = await gate({ ...base, reward: fixture('reward_startswith'), answer, completionFormat: 'string' });
+    const nearMiss = prefix.record.findings.filter((finding) => finding.class === 'exploit').map((finding) => finding.rewarded_under);
+    expect(nearMiss).toContainEqual([answer, `${answer}x`]);
+  }, 240_000);
+
   it("keeps a list's item numbers in the gold's twin: a knights-and-knaves grader that reads past them passes, any() over its statements does not", async () => {
     // `(1) Zoey is a knave` renumbered `(6) Zoey is a knave` is the same answer, never another gold.
     const fixture = (fn: string) => path.join('test', 'fixtures', 'invariance', `roles.py:${fn}`);

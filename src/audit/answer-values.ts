@@ -314,6 +314,38 @@ function movedNumbers(gold: string, rng: Rng, moves: (index: number) => boolean,
   return undefined;
 }
 
+/** Whether an answer has digits besides its item numbers: the values a shape twin moves. */
+export function hasValueDigits(gold: string): boolean {
+  return /\d/.test(gold.trim().replace(ENUMERATOR, ''));
+}
+
+/**
+ * Up to `count` made-up answers in the layout of a list of words (`thought,
+ * sentence, Only` -> `quito, granite, Riga`): every word replaced by a
+ * made-up one in its case, the separators and item numbers kept. For a task
+ * whose every answer is such a list, these are the wrong answers a policy
+ * could give, where one made-up word alone is no answer the task has; like
+ * shapeTwin for numbers, they keep the layout a grader of lists splits. No
+ * word of the gold is drawn, so a list never repeats one of the gold's items
+ * (a near copy of the gold, which a grader that credits matching positions
+ * pays in part). None contains the gold or another of the first three.
+ */
+export function listTwins(gold: string, count: number, rng: Rng): string[] {
+  const text = gold.trim();
+  const taken = new Set((text.match(/\p{L}+/gu) ?? []).map((word) => word.toLowerCase()));
+  const words = DISTRACTOR_WORDS.filter((word) => !taken.has(word));
+  const out: string[] = [];
+  let deck: string[] = [];
+  for (let attempt = 0; out.length < count && attempt < count * 4; attempt += 1) {
+    const candidate = text.replace(/\p{L}+/gu, (word) => {
+      if (deck.length === 0) deck = shuffled(words, rng);
+      return matchCase(word, deck.pop()!);
+    });
+    if (unrelated(candidate, text) && !out.includes(candidate) && out.slice(0, 3).every((existing) => unrelated(candidate, existing))) out.push(candidate);
+  }
+  return out;
+}
+
 /** A second, different gold of the same type, for re-running gold-free payloads. */
 export function alternateGold(gold: string, type: AnswerType, rng: Rng, choices: readonly string[] = DEFAULT_CHOICES): string | undefined {
   return wrongValues(gold, type, 1, rng, choices)[0];

@@ -1,6 +1,6 @@
 import { formatNumber, type FormatName } from './answer-values.js';
 import { slotValue } from './committed-answer.js';
-import type { AnswerType } from '../types.js';
+import { ANSWER_FORMATS, type AnswerType } from '../types.js';
 import { readNumber, writeLike } from './number-spelling.js';
 import { isMathValue, mathSpans, sameMathValue } from './math-value.js';
 
@@ -201,8 +201,12 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   // What a string completion commits to in its answer slot, whole, when it
   // has as many words as the gold: `New Yorkshire` paid under `New York` is
   // tested as the answer it is. A slot holding more (a hedge on one line) is
-  // tested through the values it states.
-  const committed = ctx.type === 'string' && format !== null ? slotValue(format, completion) : undefined;
+  // tested through the values it states. Where every gold is a list, its
+  // words alone are no gold, so a reply in no format, or bare, is its own
+  // slot (a raw payload's, that of a format it speaks): a near miss (`a, b,
+  // cx` under `a, b, c`) is then tested whole, as `parisx` is through the
+  // one word it states.
+  const committed = ctx.type === 'string' ? committedSlot(completion, format, ctx.listsOnly === true) : undefined;
   if (committed !== undefined && statedValues(committed, 'string', ctx.choices).length === goldWords.length) push(committed);
   const stated = valuesStated(completion, ctx, literal);
   const isStated = (value: string): boolean => stated.some((seen) => sameValue(seen, value, ctx.type));
@@ -229,6 +233,17 @@ export function alternateGolds(completion: string, ctx: AlternateContext, format
   for (const twin of ctx.pieceTwins ?? []) push(twin);
   if (ctx.fresh !== null) push(ctx.fresh);
   return out;
+}
+
+/** What a string completion holds in its answer slot (see alternateGolds). */
+function committedSlot(completion: string, format: FormatName | null, listsOnly: boolean): string | undefined {
+  if (!listsOnly) return format === null ? undefined : slotValue(format, completion);
+  if (format !== null && format !== 'bare') return slotValue(format, completion);
+  for (const spoken of ANSWER_FORMATS) {
+    const value = spoken === 'bare' ? undefined : slotValue(spoken, completion);
+    if (value !== undefined) return value;
+  }
+  return completion.trim() || undefined;
 }
 
 /**

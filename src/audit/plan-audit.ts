@@ -1,8 +1,9 @@
 import path from 'node:path';
 import {
-  alternateGold,
   DEFAULT_CHOICES,
+  hasValueDigits,
   isCustomFormat,
+  listTwins,
   makeRng,
   optionTexts,
   pieceTwins,
@@ -10,11 +11,12 @@ import {
   unrelated,
   wrongValues,
   type CustomFormat,
+  type Rng,
 } from './answer-values.js';
 import { labelsFromGolds, MAX_ODD_SHOWN, readAnswerColumn, type OddRow } from './answer-column.js';
 import { buildAnswerPool, type AlternateSource, type AnswerPool } from './answer-pool.js';
 import type { GoldContext } from './expand-candidates.js';
-import type { AlternateContext } from './invariance.js';
+import { isListAnswer, type AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
 import type { GatePolicy } from './policy.js';
 import { GatekeptError } from '../errors.js';
@@ -115,6 +117,18 @@ function pickApart(candidates: readonly string[], count: number, taken: readonly
 }
 
 /**
+ * The made-up wrong values of a gold, `count` of them drawn from `rng`: for a
+ * task whose every answer is a list of words, lists in the gold's layout
+ * (see listTwins), else values of its type.
+ */
+type MakeUp = (count: number, rng: Rng) => string[];
+
+function madeUpValues(gold: string, type: AnswerType, choices: readonly string[], listsOnly: boolean): MakeUp {
+  if (listsOnly && !hasValueDigits(gold)) return (count, rng) => listTwins(gold, count, rng);
+  return (count, rng) => wrongValues(gold, type, count, rng, choices);
+}
+
+/**
  * The wrong values of a gold and its fresh alternate, other rows' answers
  * first (see answer-pool.ts and docs/decision.md, Alternates): text takes W,
  * W2, W3 and the fresh alternate from the rows as far as they go; a number
@@ -124,14 +138,14 @@ function pickApart(candidates: readonly string[], count: number, taken: readonly
 function drawWrong(
   row: DatasetRow,
   type: AnswerType,
-  choices: readonly string[],
   seed: number,
   pool: AnswerPool | undefined,
+  makeUp: MakeUp,
 ): { wrong: string[]; alternate: string | null; real: string[]; fromRows: number } {
-  const generated = wrongValues(row.answer, type, WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer), choices);
+  const generated = makeUp(WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer));
   const freshOf = (wrong: readonly string[]): string | null =>
-    wrongValues(row.answer, type, WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer), choices).find((value) => !wrong.includes(value)) ??
-    alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
+    makeUp(WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer)).find((value) => !wrong.includes(value)) ??
+    makeUp(1, makeRng(seed, 'alternate', row.index, row.answer))[0] ??
     null;
   const real = pool ? pool.like(row.answer) : [];
   if (real.length === 0) {
@@ -154,14 +168,18 @@ function drawWrong(
  * `pool`, the other rows' answers, is drawn from first when given.
  */
 export function planGold(row: DatasetRow, type: AnswerType, choices: readonly string[], seed: number, pool?: AnswerPool): GoldPlan {
-  const { wrong, alternate, real, fromRows } = drawWrong(row, type, choices, seed, pool);
+  // Every gold known is a list: the dataset's, or the one gold given alone,
+  // whose layout says what the task answers with as its type does.
+  const listsOnly = type === 'string' && (pool ? pool.listsOnly : isListAnswer(row.answer));
+  const makeUp = madeUpValues(row.answer, type, choices, listsOnly);
+  const { wrong, alternate, real, fromRows } = drawWrong(row, type, seed, pool, makeUp);
   if (wrong.length === 0) {
     throw new GatekeptError('BAD_ARGUMENT', `cannot derive a wrong answer for gold ${JSON.stringify(row.answer)} as ${type}`, {
       suggestion: type === 'choice' ? 'pass --choices with at least two labels' : 'check --answer-type',
     });
   }
   // Other rows' answers first: a dump states the task's own answers before made-up ones.
-  const generatedDump = wrongValues(row.answer, type, DUMP_SIZE, makeRng(seed, 'dump', row.index, row.answer), choices);
+  const generatedDump = makeUp(DUMP_SIZE, makeRng(seed, 'dump', row.index, row.answer));
   const dumpPool = [...new Set([...real, ...generatedDump])].slice(0, DUMP_SIZE);
   const options = type === 'choice' && row.prompt !== null ? optionTexts(row.prompt, choices, row.answer) : undefined;
   const twin = type === 'string' ? shapeTwin(row.answer, makeRng(seed, 'twin', row.index, row.answer)) : undefined;
@@ -179,7 +197,7 @@ export function planGold(row: DatasetRow, type: AnswerType, choices: readonly st
     alternate,
     ...(freshTwin !== undefined ? { freshTwin } : {}),
     ...(pieces.length > 0 ? { pieceTwins: pieces } : {}),
-    ...(type === 'string' && pool?.listsOnly ? { listsOnly: true } : {}),
+    ...(listsOnly ? { listsOnly: true } : {}),
     ...(type === 'numeric' && pool?.noNegatives ? { noNegatives: true } : {}),
     context: { gold: row.answer, type, choices, formats: [], wrong, dumpPool, ...(options ? { options } : {}), ...(twin !== undefined ? { twin } : {}) },
     alternatesFrom,
