@@ -13,6 +13,7 @@ import {
 } from './answer-values.js';
 import { labelsFromGolds, MAX_ODD_SHOWN, readAnswerColumn, type OddRow } from './answer-column.js';
 import { buildAnswerPool, type AlternateSource, type AnswerPool } from './answer-pool.js';
+import { isNearValue } from './commit-baselines.js';
 import type { GoldContext } from './expand-candidates.js';
 import type { AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
@@ -114,6 +115,12 @@ function pickApart(candidates: readonly string[], count: number, taken: readonly
   return out;
 }
 
+/** The values with the first that passes `keep` moved to the front (the order otherwise kept). */
+function plainFirst(values: readonly string[], keep: (value: string) => boolean): string[] {
+  const first = values.findIndex(keep);
+  return first <= 0 ? [...values] : [values[first]!, ...values.slice(0, first), ...values.slice(first + 1)];
+}
+
 /**
  * The wrong values of a gold and its fresh alternate, other rows' answers
  * first (see answer-pool.ts and docs/decision.md, Alternates): text takes W,
@@ -128,7 +135,12 @@ function drawWrong(
   seed: number,
   pool: AnswerPool | undefined,
 ): { wrong: string[]; alternate: string | null; real: string[]; fromRows: number } {
-  const generated = wrongValues(row.answer, type, WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer), choices);
+  // W is calibration's plainly wrong answer, the level every reply is weighed
+  // against: a number within a tenth of the gold is one a tolerance pays
+  // (mean relative accuracy pays 185 under 180), and would read the reward as
+  // one that pays the gold and a wrong answer alike. It is drawn apart.
+  const plain = (value: string): boolean => !isNearValue(value, row.answer, type);
+  const generated = plainFirst(wrongValues(row.answer, type, WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer), choices), plain);
   const freshOf = (wrong: readonly string[]): string | null =>
     wrongValues(row.answer, type, WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer), choices).find((value) => !wrong.includes(value)) ??
     alternateGold(row.answer, type, makeRng(seed, 'alternate', row.index, row.answer), choices) ??
@@ -138,7 +150,7 @@ function drawWrong(
     const wrong = generated.slice(0, WRONG_COUNT);
     return { wrong, alternate: freshOf(wrong), real, fromRows: 0 };
   }
-  const fromRows = pickApart(real, type === 'numeric' ? 1 : WRONG_COUNT);
+  const fromRows = pickApart(type === 'numeric' ? real.filter(plain) : real, type === 'numeric' ? 1 : WRONG_COUNT);
   const wrong = [...fromRows, ...pickApart(generated, WRONG_COUNT - fromRows.length, fromRows)];
   const freshReal = type === 'string' ? real.find((value) => !wrong.includes(value)) : undefined;
   return {
