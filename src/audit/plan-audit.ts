@@ -15,6 +15,7 @@ import {
 } from './answer-values.js';
 import { labelsFromGolds, MAX_ODD_SHOWN, readAnswerColumn, type OddRow } from './answer-column.js';
 import { buildAnswerPool, type AlternateSource, type AnswerPool } from './answer-pool.js';
+import { isNearValue } from './commit-baselines.js';
 import type { GoldContext } from './expand-candidates.js';
 import { isListAnswer, type AlternateContext } from './invariance.js';
 import { loadDatasetFile, sampleRows, type DatasetRow } from './gold-dataset.js';
@@ -116,6 +117,12 @@ function pickApart(candidates: readonly string[], count: number, taken: readonly
   return out;
 }
 
+/** The values with the first that passes `keep` moved to the front (the order otherwise kept). */
+function plainFirst(values: readonly string[], keep: (value: string) => boolean): string[] {
+  const first = values.findIndex(keep);
+  return first <= 0 ? [...values] : [values[first]!, ...values.slice(0, first), ...values.slice(first + 1)];
+}
+
 /**
  * The made-up wrong values of a gold, `count` of them drawn from `rng`: for a
  * task whose every answer is a list of words, lists in the gold's layout
@@ -142,7 +149,12 @@ function drawWrong(
   pool: AnswerPool | undefined,
   makeUp: MakeUp,
 ): { wrong: string[]; alternate: string | null; real: string[]; fromRows: number } {
-  const generated = makeUp(WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer));
+  // W is calibration's plainly wrong answer, the level every reply is weighed
+  // against: a number within a tenth of the gold is one a tolerance pays
+  // (mean relative accuracy pays 185 under 180), and would read the reward as
+  // one that pays the gold and a wrong answer alike. It is drawn apart.
+  const plain = (value: string): boolean => !isNearValue(value, row.answer, type);
+  const generated = plainFirst(makeUp(WRONG_COUNT * 2, makeRng(seed, 'gold', row.index, row.answer)), plain);
   const freshOf = (wrong: readonly string[]): string | null =>
     makeUp(WRONG_COUNT + 1, makeRng(seed, 'alternate', row.index, row.answer)).find((value) => !wrong.includes(value)) ??
     makeUp(1, makeRng(seed, 'alternate', row.index, row.answer))[0] ??
@@ -152,7 +164,7 @@ function drawWrong(
     const wrong = generated.slice(0, WRONG_COUNT);
     return { wrong, alternate: freshOf(wrong), real, fromRows: 0 };
   }
-  const fromRows = pickApart(real, type === 'numeric' ? 1 : WRONG_COUNT);
+  const fromRows = pickApart(type === 'numeric' ? real.filter(plain) : real, type === 'numeric' ? 1 : WRONG_COUNT);
   const wrong = [...fromRows, ...pickApart(generated, WRONG_COUNT - fromRows.length, fromRows)];
   const freshReal = type === 'string' ? real.find((value) => !wrong.includes(value)) : undefined;
   return {
