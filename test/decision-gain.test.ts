@@ -42,23 +42,13 @@ describe('decisions by gain', () => {
     expect(finding.gain).toBeGreaterThan(0.05);
   }, 120_000);
 
-  it('does not reject a similarity reward on a hedge that gains less than the margin; a strict policy still does', async () => {
-    const options = { ...base, reward: 'test/fixtures/gain/lcs_ratio.py:reward', answer: 'olleh' };
-    const result = await gate(options);
+  it("does not take a similarity reward's hedge in a layout it reads as plain text for a gain: committing plainly earns more", async () => {
+    // `<answer>olleh havana</answer>` is scored whole, tags included: 0.17 under olleh and 0.21 under havana. The same tags
+    // around one value earn 0.18 on average, but `olleh` written plainly earns 1 and 0.17: the hedge gains nothing.
+    const result = await gate({ ...base, reward: 'test/fixtures/gain/lcs_ratio.py:reward', answer: 'olleh' });
     expect(result.decision, JSON.stringify(result.record.reasons)).toBe('PASS');
-    const lenient = result.record.leniencies!;
-    expect(lenient.total).toBeGreaterThan(0);
-    const hedge = lenient.examples.find((example) => example.invariant === 'gain-below-margin')!;
-    expect(hedge.rewarded_under[0]).toBe('olleh');
-    expect(hedge.gain).toBeGreaterThan(0);
-    expect(hedge.gain).toBeLessThan(result.record.policy.min_gain as number);
-    // The scorecard and the reports show it with its kind and gain.
-    expect(formatScorecard(result.record)).toMatch(/leniencies: \d+, paid under more than one gold .*\(reported; --strict gates on them\)/);
-    expect(formatScorecard(result.record)).toMatch(/paid under "olleh" and .*\(a gain below the margin, gain 0\.0\d+\)/);
-    expect(renderReport(result.record, 'md')).toMatch(/Leniencies: \d+/);
-    expect(renderReport(result.record, 'html')).toMatch(/Leniencies: \d+/);
-    const strict = await gate({ ...options, strict: true });
-    expect(strict.record.reasons.map((reason) => reason.code)).toContain('LENIENCIES');
+    expect(result.record.leniencies?.total ?? 0).toBe(0);
+    expect(result.record.false_accepts.total).toBeGreaterThan(0);
   }, 240_000);
 
   it("does not take a similarity reward's pay for the gold broken up by a space as pay without the answer: reversed sentences pass", async () => {
@@ -119,6 +109,11 @@ describe('decisions by gain', () => {
       const crumbs = result.record.leniencies!.examples.filter((example) => example.invariant === 'gain-below-margin');
       expect(crumbs.length).toBeGreaterThan(0);
       for (const crumb of crumbs) expect(crumb.gain).toBeLessThan(result.record.policy.min_gain as number);
+      // The scorecard and the reports show them with their kind and gain.
+      expect(formatScorecard(result.record)).toMatch(/leniencies: \d+, paid under more than one gold .*\(reported; --strict gates on them\)/);
+      expect(formatScorecard(result.record)).toMatch(/\(a gain below the margin, gain 0\.0\d+\)/);
+      expect(renderReport(result.record, 'md')).toMatch(/Leniencies: \d+/);
+      expect(renderReport(result.record, 'html')).toMatch(/Leniencies: \d+/);
       const strict = await gate({ ...options, strict: true });
       expect(strict.decision).toBe('REJECT');
       expect(strict.record.reasons.map((reason) => reason.code)).toContain('LENIENCIES');
@@ -138,6 +133,36 @@ describe('decisions by gain', () => {
     expect(Number(match[1])).toBe(1);
     expect(Number(match[2])).toBeLessThan(-0.3);
     expect(Number(match[2])).toBeGreaterThan(-1 / 3 - 0.01);
+  }, 240_000);
+
+  it("weighs a last-answer similarity reader's hedges against committing where it reads them: read as one value, a hedge gains nothing", async () => {
+    const reward = 'test/fixtures/gain/last_tag_similarity.py:last_tag';
+    // `\boxed{Ottawa}\n<answer>Paris</answer>\nAnswer: Orchid` is read as its `<answer>` alone: under Paris, Ottawa and
+    // Orchid it earns exactly what `<answer>Paris</answer>` earns, so stating the other two is paid nothing.
+    const paris = await gate({ ...base, reward, answer: 'Paris' });
+    expect(paris.record.findings.map((finding) => finding.completion)).not.toContain('\\boxed{Ottawa}\n<answer>Paris</answer>\nAnswer: Orchid');
+    expect(paris.record.reasons.map((reason) => reason.code)).not.toContain('HEDGING_PAYS');
+    // Numbers: a hedge in a layout the reader pays little (a JSON object scored whole by similarity) is weighed against
+    // committing plainly, which pays 1 under its own value, not against the same object holding one value.
+    const number = await gate({ ...base, reward, answer: '42' });
+    const exploits = number.record.findings.map((finding) => finding.completion);
+    expect(exploits.filter((completion) => completion.startsWith('{"answer"'))).toEqual([]);
+    expect(exploits).not.toContain('\\boxed{10}\n\n<answer>42</answer>');
+    const hedging = number.record.reasons.find((item) => item.code === 'HEDGING_PAYS');
+    if (hedging) {
+      const [, k, baseline] = /states (\d+) values, .* committing to one of them earns (-?[\d.]+)/.exec(hedging.message)!;
+      // Committing to one of k values plainly earns 1 under it and at least 0 under the others.
+      expect(Number(baseline), hedging.message).toBeGreaterThanOrEqual(1 / Number(k) - 1e-4);
+    }
+  }, 240_000);
+
+  it('still rejects a similarity reader that pays the best of every answer block: hedging pays', async () => {
+    for (const answer of ['Paris', '42']) {
+      const result = await gate({ ...base, reward: 'test/fixtures/gain/last_tag_similarity.py:best_tag', answer });
+      const reason = result.record.reasons.find((item) => item.code === 'HEDGING_PAYS');
+      expect(reason, JSON.stringify(result.record.reasons)).toBeDefined();
+      expect(reason!.message).toMatch(/<answer>.*<answer>/);
+    }
   }, 240_000);
 
   it(

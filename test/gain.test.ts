@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { calibrationProbes, computeLevels } from '../src/audit/calibrate.js';
 import { decide, describeBroken } from '../src/audit/decide.js';
+import { commitmentLayouts } from '../src/audit/commit-baselines.js';
 import { constantAnswerGain } from '../src/audit/constant-answers.js';
 import { ignoredGain, isReReading } from '../src/audit/gain.js';
 import { screen, settle, type Weighing } from '../src/audit/judge.js';
@@ -103,6 +104,35 @@ describe('what a policy gains', () => {
     });
     expect(paying.kind).toBe('exploit');
     expect(paying.hedge?.gain).toBeCloseTo((0.9 - 0.55) / 0.9, 4);
+  });
+
+  it("commits a hedge's values in each layout it is written in that the verifier reads, and in the one paying the gold most", () => {
+    // A last-tag reader with similarity credit: `<answer>` pays the gold 1, the other layouts are scored whole (less).
+    const probes = calibrationProbes('Paris', 'Ottawa');
+    const paid: Record<string, [number, number]> = { xml: [1, 0.18], json: [0.3, 0.1], bare: [0.9, 0.18] };
+    const levels = computeLevels(
+      probes,
+      probes.map((probe) => ok((paid[probe.format] ?? [0.5, 0.2])[probe.kind === 'honest' ? 0 : 1])),
+    );
+    // Weighed in its box, it is read as its `<answer>`: committing there is what it is weighed against.
+    const three = commitmentLayouts({ completion: '\\boxed{Ottawa}\n<answer>Paris</answer>\nAnswer: Orchid' }, levels, { format: 'boxed', think: false });
+    expect(three).toEqual([
+      { format: 'boxed', think: false },
+      { format: 'xml', think: false },
+      { format: 'line', think: false },
+    ]);
+    // A JSON object the reader pays little is weighed against committing in the layout that pays the gold most.
+    expect(commitmentLayouts({ completion: '{"answer": "42 10"}' }, levels, { format: 'json', think: false })).toEqual([
+      { format: 'json', think: false },
+      { format: 'xml', think: false },
+    ]);
+    // After a reasoning block, the layouts it speaks are committed to after one too.
+    const think = commitmentLayouts({ completion: '<think>\nhm\n</think>\n\\boxed{4}\n\n<answer>2</answer>' }, levels, { format: 'boxed', think: true });
+    expect(think).toEqual([
+      { format: 'boxed', think: true },
+      { format: 'xml', think: true },
+      { format: 'xml', think: false },
+    ]);
   });
 
   it('a re-reading of the one quantity stated is a low-severity leniency; another answer stays an exploit', () => {

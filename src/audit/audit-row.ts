@@ -1,4 +1,4 @@
-import { callKey, isNear, isNearValue, measureBaselines, wrongCommitment } from './commit-baselines.js';
+import { callKey, commitmentLayouts, isNear, isNearValue, measureBaselines, wrongCommitment } from './commit-baselines.js';
 import { weighConstantAnswers } from './constant-answers.js';
 import { alternateGolds, farGold, infoUnder, statedAlternates, unstatedAlternate, type AlternateContext } from './invariance.js';
 import { attackFormats, calibrationProbes, computeLevels, fallbackProbes, inLayout, type Levels, type Probe } from './calibrate.js';
@@ -439,7 +439,8 @@ export async function auditRow(
         const result = commitReward.get(callKey(answer, completion));
         return result?.status === 'ok' ? result.reward : null;
       };
-      commitments = { values: commit.values, rewards: commit.completions.map((completion) => commit.values.map((answer) => rewardOf(completion, answer))) };
+      const rewards = commit.completions.map((completion) => commit.values.map((answer) => rewardOf(completion, answer)));
+      commitments = { values: commit.values, rewards, of: commit.of };
     }
     const verdict = settle(candidate, outcomes, levels, {
       screened: screened.kind === 'paid' ? screened : 'rewarded',
@@ -524,8 +525,9 @@ export function commitRow(outcome: RowOutcome, state: AuditState): void {
 /**
  * The plain answers a graded reward's candidate is weighed against: each
  * value a hedge states, or each gold a single answer was rewarded under
- * (the row's gold first), written alone in the candidate's layout, to be
- * scored under each of them as the gold. Null where the reward is not
+ * (the row's gold first), written alone in each layout a policy would
+ * commit in (see commitmentLayouts), to be scored under each of them as the
+ * gold. Null where the reward is not
  * graded, or where the levels of the layout already show no gain. A reward
  * of two levels needs them measured too where one of those golds is a near
  * value that pays the row's gold itself (`paysGold`): a tolerance pays
@@ -539,7 +541,7 @@ function commitmentsNeeded(
   reward: number,
   levels: Levels,
   paysGold: ReadonlySet<string>,
-): { values: string[]; completions: string[] } | null {
+): { values: string[]; completions: string[]; of: number[] } | null {
   // Commitments are written in the candidate's layout: only one the verifier reads tells what committing earns.
   const layout = weighingLevels(candidate, levels);
   const weighed = stated
@@ -550,6 +552,7 @@ function commitmentsNeeded(
   const tolerated = weighed.some(({ answer }) => paysGold.has(answer));
   if ((!isGraded(rewards, layout) && !tolerated) || !hedgeGain(reward, weighed, stated?.count ?? weighed.length + 1, layout)) return null;
   const values = [candidate.answer, ...weighed.map(({ answer }) => answer)];
-  const completions = values.map((value) => inLayout(layout, value));
-  return { values, completions };
+  const written = commitmentLayouts(candidate, levels, layout).flatMap((where) => values.map((value, of) => ({ completion: inLayout(where, value), of })));
+  const unique = written.filter((item, index) => written.findIndex((other) => other.completion === item.completion) === index);
+  return { values, completions: unique.map(({ completion }) => completion), of: unique.map(({ of }) => of) };
 }

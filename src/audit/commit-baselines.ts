@@ -1,6 +1,7 @@
 import type { FormatName } from './answer-values.js';
 import { slotValue } from './committed-answer.js';
-import { inLayout, type Levels, type Probe } from './calibrate.js';
+import { formatsSpoken, inLayout, type Levels, type Probe } from './calibrate.js';
+import { isCustomFormat } from './answer-values.js';
 import type { Candidate } from './expand-candidates.js';
 import { sameValue } from './invariance.js';
 import { layoutOf } from './judge.js';
@@ -67,6 +68,43 @@ export function commitmentsFor(
     if (own !== undefined && own !== candidate.completion) out.push({ value, completion: own });
   }
   return out.filter((item, index) => out.findIndex((other) => other.completion === item.completion) === index);
+}
+
+/** A layout a commitment is written in: an answer format, plain or after a reasoning block. */
+export interface Layout {
+  format: FormatName;
+  think: boolean;
+}
+
+/**
+ * The layouts a stated value is committed to in, to weigh a graded reward's
+ * hedge: the layout it is weighed in; every other answer layout it is
+ * written in that the verifier reads, since a reader takes its answer from
+ * one of them (a last-tag reader reads `\boxed{Ottawa} <answer>Paris</answer>`
+ * as the `<answer>` alone, and committing to Paris there earns just as
+ * much); and the layout the verifier pays the gold most in, where a policy
+ * that commits writes its answer (a hedge written in a layout the verifier
+ * pays little, a JSON object it scores by similarity, gains only over what
+ * committing plainly earns). Each in the reasoning-block variant of the
+ * hedge, the best one as calibrated.
+ */
+export function commitmentLayouts(candidate: Pick<Candidate, 'completion'>, levels: Levels, own: Layout): Layout[] {
+  const readable = (cell: Levels['table'][number]): boolean =>
+    cell.accepted && cell.honest !== null && cell.wrong !== null && Number.isFinite(cell.honest) && Number.isFinite(cell.wrong);
+  const declared = levels.table.map((cell) => cell.format).filter((format) => isCustomFormat(format) && slotValue(format, candidate.completion) !== undefined);
+  const spoken = new Set<FormatName>([...formatsSpoken(candidate.completion), ...declared]);
+  const out: Layout[] = [own];
+  for (const cell of levels.table) if (cell.think === own.think && spoken.has(cell.format) && readable(cell)) out.push(cell);
+  let best: Levels['table'][number] | undefined;
+  for (const cell of levels.table) {
+    if (!readable(cell)) continue;
+    // Paid the gold most; between equals, the layout that pays a wrong answer most (a format bonus any answer earns).
+    if (!best || cell.honest! > best.honest! + 1e-9 || (Math.abs(cell.honest! - best.honest!) <= 1e-9 && cell.wrong! > best.wrong! + 1e-9)) best = cell;
+  }
+  if (best) out.push(best);
+  return out
+    .map(({ format, think }) => ({ format, think }))
+    .filter((layout, index, all) => all.findIndex((other) => other.format === layout.format && other.think === layout.think) === index);
 }
 
 /** The commitments that count under a gold: a guess of that very gold is knowing the answer. */

@@ -45,13 +45,16 @@ export function rewardOr(result: EvalResult, fallback: number): number {
 
 /**
  * What committing to one of the values a hedge states earns, measured for a
- * graded reward: `rewards[i][j]` is the reward of the plain answer `values[i]`,
- * written in the hedge's layout, when the gold is `values[j]`. `values[0]` is
- * the row's gold.
+ * graded reward: `rewards[i][j]` is the reward of the i-th commitment, a plain
+ * answer written alone in a layout, when the gold is `values[j]`.
+ * `values[0]` is the row's gold. Commitment i states `values[of[i]]`; without
+ * `of`, one commitment per value, in the hedge's layout (`values[i]`).
  */
 export interface Commitments {
   values: readonly string[];
   rewards: readonly (readonly (number | null)[])[];
+  /** The value each commitment states, by its index in `values`: one value is written in several layouts. */
+  of?: readonly number[];
 }
 
 /** The evidence that stating several values pays: the completion's rewards under them, against what committing earns. */
@@ -82,7 +85,9 @@ export function isGraded(rewards: readonly number[], layout: SpreadLevels): bool
  * it does not state (a bonus for the layout or the length is paid whatever it
  * says). A graded reward (similarity, overlap) pays wrong answers unevenly,
  * so there the commitments are measured and the best of them is the
- * baseline, over the same golds. Null when stating several gains nothing.
+ * baseline, over the same golds: each value written alone in every layout a
+ * policy would commit in (see commitmentLayouts). Null when stating several
+ * gains nothing.
  */
 export function hedgeGain(
   goldReward: number,
@@ -122,7 +127,7 @@ export function hedgeGain(
     const n = commitments.values.length;
     mean = hedgeRewards.reduce((sum, value) => sum + value, 0) / n;
     const committed = commitments.rewards.map((row) => row.reduce<number>((sum, value) => sum + (value ?? wrong), 0) / n);
-    const others = committed.filter((_, index) => !itself(commitments.values[index]!));
+    const others = committed.filter((_, index) => !itself(commitments.values[commitments.of?.[index] ?? index]!));
     baseline = Math.max(unstatedReward ?? Number.NEGATIVE_INFINITY, ...(others.length > 0 ? others : committed));
   }
   if (mean <= baseline + GAIN_EPSILON) return null;
