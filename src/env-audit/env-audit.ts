@@ -319,6 +319,7 @@ async function scanResults(
   policy: GatePolicy,
   pythonpath: readonly string[],
   gates: EnvGates | null,
+  load: EnvLoad,
 ): Promise<ExploitScan | string> {
   const { scan } = await import('../scan/scan.js');
   try {
@@ -327,8 +328,8 @@ async function scanResults(
       env: spec,
       // Loaded once already: the scan matches rollouts to these rows without loading it again.
       envRows: loaded.rows,
-      // And scored by the gates' workers, which loaded it too.
-      ...(gates ? { envCalls: gates.calls(null) } : {}),
+      // And scored by the gates' workers, which loaded it too; else by the scan's own, which load it as the loader did.
+      ...(gates ? { envCalls: gates.calls(null) } : { envLoad: load }),
       ...scoringOptions(options, policy, pythonpath),
     });
     const rate = record.exploit_rate;
@@ -342,7 +343,8 @@ async function scanResults(
       lines: record.top.exploit.map((example) => example.line),
     };
   } catch (error) {
-    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${error.message}`;
+    // Its own workers' failure to load the environment included, with the environment's own error.
+    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${errorText(error)}`;
     throw error;
   }
 }
@@ -467,7 +469,7 @@ async function auditLoaded(options: ResolvedOptions, policy: GatePolicy, inputs:
     rewards = [...rewards, ...episodeRewardEntries(inspected)];
     let scanned: Awaited<ReturnType<typeof scanResults>> | null = null;
     try {
-      if (resultsFile !== null) scanned = await scanResults(resultsFile, options, inspected, spec, policy, pythonpath, gated.gates);
+      if (resultsFile !== null) scanned = await scanResults(resultsFile, options, inspected, spec, policy, pythonpath, gated.gates, load);
     } finally {
       await gated.gates?.close();
     }
