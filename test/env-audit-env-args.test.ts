@@ -10,7 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditEnv } from '../src/env-audit/env-audit.js';
-import { envArgPaths } from '../src/env-audit/env-load.js';
+import { checkIntegrity } from '../src/env-audit/checks/integrity.js';
+import { envArgPaths, relativeEnvArgPaths } from '../src/env-audit/env-load.js';
 import type { EnvAuditRecord } from '../src/env-audit/record.js';
 import { cli } from './support/cli.js';
 import { AUDIT_TIMEOUT_MS, check, ENV_POLICY as POLICY, ENVS, V0, WORKERS } from './support/env-audit.js';
@@ -54,6 +55,22 @@ describe('the paths --env-args names', () => {
     expect(envArgPaths({ temp: scratch }, scratch)).toEqual([]);
     // Below the temporary directory, what a user names is bound as anywhere.
     expect(envArgPaths({ data_dir: data }, scratch)).toEqual([data]);
+  });
+});
+
+describe('a relative path in --env-args', () => {
+  it('names nothing where the environment loads: a load that fails says which to give as an absolute path', () => {
+    const relative = relativeEnvArgPaths({ data_dir: 'data/set', split: 'train', here: '.', abs: data }, scratch);
+    expect(relative).toEqual([{ given: 'data/set', absolute: data }]);
+    const integrity = checkIntegrity(
+      { ok: false, stage: 'load', error: 'ValueError: no rows in data/set', missing_module: null, side_effects: [] },
+      [],
+      [],
+      relative,
+    );
+    expect(integrity.status).toBe('FAIL');
+    expect(integrity.justification).toContain(`--env-args gives "data/set" (${data}) as a relative path`);
+    expect(integrity.justification).toMatch(/give it as an absolute one$/);
   });
 });
 

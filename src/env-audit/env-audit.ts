@@ -14,7 +14,7 @@ import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
 import { checkRewardDesign, promptedFormat, promptedTags } from './checks/reward-design.js';
 import { checkRewardDistribution, type ExploitScan } from './checks/reward-distribution.js';
-import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
+import { hfCacheAt, relativeEnvArgPaths, userHfCache, type EnvLoad } from './env-load.js';
 import { startEnvWorkers, type EnvGateRow, type EnvGates, type EnvWorkers } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
@@ -351,6 +351,8 @@ async function scanResults(
 
 /** What the audit read and resolved before any Python ran. */
 interface AuditInputs {
+  /** Where relative paths resolve. */
+  cwd: string;
   spec: string;
   dir: string | null;
   pythonpath: readonly string[];
@@ -415,7 +417,7 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
     load,
   });
   try {
-    return await auditLoaded(options, policy, { spec, dir, pythonpath, load, started, againstFiles, against, resultsFile, results }, workers);
+    return await auditLoaded(options, policy, { cwd, spec, dir, pythonpath, load, started, againstFiles, against, resultsFile, results }, workers);
   } finally {
     await workers.close();
   }
@@ -434,7 +436,7 @@ async function auditLoaded(options: ResolvedOptions, policy: GatePolicy, inputs:
     memoryMb: policy.limits.memoryMb,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
-  const integrity = checkIntegrity(inspected, Object.keys(load.datasets), dir ? dotEntries(dir) : []);
+  const integrity = checkIntegrity(inspected, Object.keys(load.datasets), dir ? dotEntries(dir) : [], relativeEnvArgPaths(load.envArgs, inputs.cwd));
 
   let checks: CheckResult[];
   let total: AuditRecord | null = null;

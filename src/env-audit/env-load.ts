@@ -193,6 +193,22 @@ export function envArgPaths(envArgs: Readonly<Record<string, unknown>>, temp: st
 }
 
 /**
+ * The strings of --env-args that name an existing path relative to `cwd`
+ * (`"data/futurex"`), each with the absolute path it names there: vf-eval,
+ * run from `cwd`, would read it, but the environment loads in a directory of
+ * its own, where it names nothing. Said when the load fails.
+ */
+export function relativeEnvArgPaths(envArgs: Readonly<Record<string, unknown>>, cwd: string): { given: string; absolute: string }[] {
+  const found: { given: string; absolute: string }[] = [];
+  for (const value of strings(envArgs, [])) {
+    if (value.trim() === '' || path.isAbsolute(value) || value.includes('\0') || found.some((entry) => entry.given === value)) continue;
+    const absolute = path.resolve(cwd, value);
+    if (absolute !== path.resolve(cwd) && existsSync(absolute)) found.push({ given: value, absolute });
+  }
+  return found;
+}
+
+/**
  * What every process that loads the environment reads beyond its code and
  * the local dataset files: the Hugging Face cache and the paths --env-args
  * names. The loader and the gate's processes bind the same (the gate's read
