@@ -43,12 +43,28 @@ const isControl = (code) =>
   code === 0x200f ||
   (code >= 0x202a && code <= 0x202e) ||
   (code >= 0x2066 && code <= 0x2069);
+// It closes as run() closes a run that ends in an error: the outcome line on
+// stderr, and with --json the error as JSON on stdout (see README, exit codes).
+const wantsJson = () => {
+  const args = process.argv.slice(2);
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).includes('--json');
+};
+// In JSON too: inside a string, `\\uXXXX` is JSON's escape for the same character.
+const escaped = (text) =>
+  Array.from(String(text), (char) => (isControl(char.charCodeAt(0)) ? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}` : char)).join('');
 const crashed = (error) => {
   try {
-    const text = Array.from(String(error?.stack || error), (char) =>
-      isControl(char.charCodeAt(0)) ? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}` : char,
-    ).join('');
-    process.stderr.write(`internal error: ${text}\n  this is a bug in gatekept; please report it with the command you ran.\n`);
+    const text = escaped(error?.stack || error);
+    process.stderr.write(
+      `internal error: ${text}\n  this is a bug in gatekept; please report it with the command you ran.\n` +
+        'COULD NOT DECIDE (exit 3): the audit did not finish, so it says nothing either way about the verifier; see the error above.\n',
+    );
+    if (wantsJson()) {
+      const message = String(error?.message ?? error);
+      const record = { schema: 'gatekept.error/v1', exit_code: 3, error: { code: 'INTERNAL', message, details: [], suggestion: null } };
+      process.stdout.write(`${escaped(JSON.stringify(record, null, 2))}\n`);
+    }
   } catch {
     // a hung-up terminal must not stop the exit below
   }

@@ -31,21 +31,11 @@ failure, not the reward's.
 
 import json
 import os
-import sys
 
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "env_shim.json"), encoding="utf-8") as _handle:
     CONFIG = json.load(_handle)
 
 LOAD = CONFIG.get("load") or {}
-# The Hugging Face cache directories reach this worker on the import path
-# (the one way the gate makes a directory readable to it): take them off
-# again before anything imports, so nothing is imported from a cache.
-_CACHES = {os.path.realpath(entry) for entry in (LOAD.get("hf_datasets_cache"), LOAD.get("hf_hub_cache")) if entry}
-sys.path[:] = [entry for entry in sys.path if not entry or os.path.realpath(entry) not in _CACHES]
-if os.environ.get("PYTHONPATH"):
-    # Children (a process pool) start from PYTHONPATH: the same for them.
-    _kept = [entry for entry in os.environ["PYTHONPATH"].split(os.pathsep) if os.path.realpath(entry) not in _CACHES]
-    os.environ["PYTHONPATH"] = os.pathsep.join(_kept)
 
 import env_loader  # noqa: E402
 from env_common import CodeOwners, library_failure, row_digests  # noqa: E402

@@ -150,6 +150,25 @@ describe('a crash', () => {
     });
     expect(result.stderr).toContain('internal error: Error: boom \\u001b[31m');
     expect(result.stderr).not.toContain('\u001b');
+    // It closes as any run that ends in an error does.
+    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(/^COULD NOT DECIDE \(exit 3\)/);
+    expect(result.exitCode).toBe(3);
+  });
+
+  it('with --json, still prints the error as JSON on stdout, escaped', async () => {
+    const crash = path.join(scratch, 'crash-json.cjs');
+    await writeFile(crash, "setImmediate(() => { throw new Error('boom \\u0085'); });\n");
+    const result = await cli(['gate', '--reward', GAMEABLE, '--answer', '42', '--python', python, '--json'], {
+      env: { NODE_OPTIONS: `--require ${crash}` },
+      timeout: LIMIT_MS,
+    });
+    expect(JSON.parse(result.stdout)).toEqual({
+      schema: 'gatekept.error/v1',
+      exit_code: 3,
+      error: { code: 'INTERNAL', message: 'boom \u0085', details: [], suggestion: null },
+    });
+    expect(result.stdout).not.toContain('\u0085');
+    expect(result.stderr).toMatch(/COULD NOT DECIDE \(exit 3\)/);
     expect(result.exitCode).toBe(3);
   });
 });

@@ -1027,6 +1027,16 @@ def reward(completion, answer, **kwargs):
     }
   });
 
+  // The first worker comes up after close() (its start was already under
+  // way): the pool has no worker, so `ready` rejects instead of resolving on
+  // a pool whose info nobody can read.
+  it('closed before its first worker is up: ready rejects, and info says the pool is closed', async () => {
+    const pool = WorkerPool.start({ ...options(await verifierFile(FAST)), workers: 1 });
+    await pool.close();
+    await expect(pool.ready).rejects.toThrow(/worker pool is closed/);
+    expect(() => pool.info).toThrow(/worker pool is closed/);
+  });
+
   it('starts a second worker during an evaluation once its calls are timed, without stopping the first', async () => {
     const pool = await WorkerPool.open({ ...options(await verifierFile(SLOW)), workers: 2 });
     try {

@@ -14,7 +14,7 @@ import { checkDatasetHealth } from './checks/dataset-health.js';
 import { checkIntegrity } from './checks/integrity.js';
 import { checkRewardDesign, promptedFormat, promptedTags } from './checks/reward-design.js';
 import { checkRewardDistribution, type ExploitScan } from './checks/reward-distribution.js';
-import { hfCacheAt, userHfCache, type EnvLoad } from './env-load.js';
+import { hfCacheAt, relativeEnvArgPaths, userHfCache, type EnvLoad } from './env-load.js';
 import { startEnvWorkers, type EnvGateRow, type EnvGates, type EnvWorkers } from './env-gate.js';
 import { loadAgainstFile, loadResultsFile, type AgainstRow } from './input-files.js';
 import { inspectEnv, type EnvReward, type LoadedEnv } from './inspect-env.js';
@@ -319,6 +319,7 @@ async function scanResults(
   policy: GatePolicy,
   pythonpath: readonly string[],
   gates: EnvGates | null,
+  load: EnvLoad,
 ): Promise<ExploitScan | string> {
   const { scan } = await import('../scan/scan.js');
   try {
@@ -327,8 +328,8 @@ async function scanResults(
       env: spec,
       // Loaded once already: the scan matches rollouts to these rows without loading it again.
       envRows: loaded.rows,
-      // And scored by the gates' workers, which loaded it too.
-      ...(gates ? { envCalls: gates.calls(null) } : {}),
+      // And scored by the gates' workers, which loaded it too; else by the scan's own, which load it as the loader did.
+      ...(gates ? { envCalls: gates.calls(null) } : { envLoad: load }),
       ...scoringOptions(options, policy, pythonpath),
     });
     const rate = record.exploit_rate;
@@ -342,13 +343,16 @@ async function scanResults(
       lines: record.top.exploit.map((example) => example.line),
     };
   } catch (error) {
-    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${error.message}`;
+    // Its own workers' failure to load the environment included, with the environment's own error.
+    if (isGatekeptError(error) && error.exitCode === EXIT.badInput) return `not scanned: ${errorText(error)}`;
     throw error;
   }
 }
 
 /** What the audit read and resolved before any Python ran. */
 interface AuditInputs {
+  /** Where relative paths resolve. */
+  cwd: string;
   spec: string;
   dir: string | null;
   pythonpath: readonly string[];
@@ -413,7 +417,7 @@ async function auditEnvWithin(given: EnvAuditOptions): Promise<EnvAuditResult> {
     load,
   });
   try {
-    return await auditLoaded(options, policy, { spec, dir, pythonpath, load, started, againstFiles, against, resultsFile, results }, workers);
+    return await auditLoaded(options, policy, { cwd, spec, dir, pythonpath, load, started, againstFiles, against, resultsFile, results }, workers);
   } finally {
     await workers.close();
   }
@@ -432,7 +436,7 @@ async function auditLoaded(options: ResolvedOptions, policy: GatePolicy, inputs:
     memoryMb: policy.limits.memoryMb,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
   });
-  const integrity = checkIntegrity(inspected, Object.keys(load.datasets), dir ? dotEntries(dir) : []);
+  const integrity = checkIntegrity(inspected, Object.keys(load.datasets), dir ? dotEntries(dir) : [], relativeEnvArgPaths(load.envArgs, inputs.cwd));
 
   let checks: CheckResult[];
   let total: AuditRecord | null = null;
@@ -467,7 +471,7 @@ async function auditLoaded(options: ResolvedOptions, policy: GatePolicy, inputs:
     rewards = [...rewards, ...episodeRewardEntries(inspected)];
     let scanned: Awaited<ReturnType<typeof scanResults>> | null = null;
     try {
-      if (resultsFile !== null) scanned = await scanResults(resultsFile, options, inspected, spec, policy, pythonpath, gated.gates);
+      if (resultsFile !== null) scanned = await scanResults(resultsFile, options, inspected, spec, policy, pythonpath, gated.gates, load);
     } finally {
       await gated.gates?.close();
     }

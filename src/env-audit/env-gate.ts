@@ -1,6 +1,6 @@
 import type { RayOptions } from '../runtime/ray/ray-backend.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkGateOptions, gateStarted, verifierOptions, type GateOptions, type GateResult } from '../gate.js';
@@ -9,7 +9,8 @@ import { startPythonVerifier } from '../runtime/python-verifier.js';
 import type { GatePolicy } from '../audit/policy.js';
 import { GatekeptError, isGatekeptError } from '../errors.js';
 import type { AnswerFormat, AnswerType } from '../types.js';
-import { loaderConfig, type EnvLoad } from './env-load.js';
+import type { PoolOptions } from '../runtime/worker-pool.js';
+import { loadReadable, loaderConfig, shimLoad, type EnvLoad } from './env-load.js';
 import { copyEnvShim } from './inspect-env.js';
 import type { LoadingProcess, RowsLoad } from './row-loads.js';
 import { ScoreBook, type ScoringCounts } from './score-book.js';
@@ -99,20 +100,14 @@ export interface EnvGates {
   close(): Promise<void>;
 }
 
-async function shimLoad(load: EnvLoad, dir: string): Promise<EnvLoad> {
-  const datasets: Record<string, string> = {};
-  let index = 0;
-  for (const [name, file] of Object.entries(load.datasets)) {
-    const copy = path.join(dir, `dataset-${index++}${path.extname(file)}`);
-    await copyFile(file, copy);
-    datasets[name] = copy;
-  }
-  return { ...load, datasets };
-}
-
-function cacheDirs(load: EnvLoad): string[] {
-  return [load.hf.datasets, load.hf.hub].filter((entry): entry is string => entry !== null);
-}
+/**
+ * What to fix when the loader loaded the environment and a process of the
+ * gate (a worker, the fresh process) did not: each loads it with the same
+ * arguments and is shown the same files, so the difference is the
+ * environment's own.
+ */
+const LOADS_IN_ONE_PROCESS =
+  "fix the error above: every process that loads the environment (the loader, the gate's workers and the fresh process that re-scores a sample) gets the same --env-args and sees the same files (its directory, --pythonpath, --local-dataset files, the paths --env-args names), so a load that fails in only some of them depends on something else: the process, the time, or a file it reads by a path not given that way";
 
 /** The gates of one environment, its workers started now (see EnvWorkers). */
 export async function openEnvGates(options: EnvGateOptions): Promise<EnvGates> {
@@ -125,10 +120,9 @@ export async function startEnvWorkers(options: EnvWorkersOptions): Promise<EnvWo
   let load: EnvLoad | null;
   try {
     await copyEnvShim(dir);
-    // The gate makes only the verifier's directory and --pythonpath readable
-    // in its workers: local dataset files are copied beside the shim, and the
-    // cache directories ride on the import path, which the shim takes them
-    // off again before anything imports.
+    // Local dataset files are copied beside the shim, which its workers read
+    // anyway; the cache and the paths --env-args names are bound as the
+    // loader's are (see loadReadable).
     load = options.load ? await shimLoad(options.load, dir) : null;
     await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, load: load && loaderConfig(load) }));
   } catch (error) {
@@ -140,9 +134,9 @@ export async function startEnvWorkers(options: EnvWorkersOptions): Promise<EnvWo
     policy: options.policy,
     python: options.python,
     ...(options.sandbox ? { sandbox: options.sandbox } : {}),
-    // The environment's own directory (and the Hugging Face cache it reads)
-    // are bound into the sandbox, which sees nothing of the host it is not given.
-    pythonpath: [...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : []), ...(load ? cacheDirs(load) : [])],
+    // The environment's own directory is bound into the sandbox, which sees
+    // nothing of the host it is not given, and imported from as the loader does.
+    pythonpath: [...options.pythonpath, ...(path.isAbsolute(options.spec) ? [options.spec] : [])],
     completionFormat: 'string',
     ...(options.strict ? { strict: true } : {}),
     ...(options.workers !== undefined ? { workers: options.workers } : {}),
@@ -152,8 +146,20 @@ export async function startEnvWorkers(options: EnvWorkersOptions): Promise<EnvWo
   const noteRows = (process: LoadingProcess, info: VerifierInfo): void => {
     if (info.rowDigests !== undefined) loads.push({ process, digests: info.rowDigests });
   };
+  // What the loader reads, the workers and the fresh process read: the
+  // environment's directory and --pythonpath on the import path, the cache
+  // and the paths --env-args names bound read-only beside it, and nothing
+  // else (not the directory gatekept runs in, which a gate of a verifier
+  // file imports from, and the loader never sees): an environment that
+  // loads in one of them loads in all (see inspect-env.ts).
+  const readable = load ? loadReadable(load) : [];
+  const poolOptions = (): PoolOptions => ({
+    ...verifierOptions(baseOptions, checkGateOptions(baseOptions)),
+    pythonpath: [...(baseOptions.pythonpath ?? [])],
+    readable,
+  });
   const start = (): Verifier => {
-    const started = startPythonVerifier(verifierOptions(baseOptions, checkGateOptions(baseOptions)));
+    const started = startPythonVerifier(poolOptions());
     // Read from the ready reply the worker sends anyway: no load or call of its own.
     started.calls.ready.then(
       () => noteRows('worker', started.calls.info),
@@ -270,6 +276,17 @@ export async function startEnvWorkers(options: EnvWorkersOptions): Promise<EnvWo
           // Likewise in what went wrong: the user knows the environment, not the shim.
           if (!isGatekeptError(error)) throw error;
           const named = (text: string) => text.split(shim).join(label).split(dir).join('<shim>');
+          // The loader loaded it (no gate runs otherwise): a process of the
+          // gate that does not is told as such, not as a verifier's import.
+          if (error.code === 'VERIFIER_IMPORT_FAILED') {
+            // Out of memory is the one cause the worker's own advice (its memory limit) names better.
+            const memory = error.details.some((line) => /\bMemoryError\b/.test(line));
+            throw new GatekeptError(error.code, `a process of the gate could not load ${options.spec}, which the loader loaded`, {
+              details: error.details.map(named),
+              suggestion: memory && error.suggestion ? named(error.suggestion) : LOADS_IN_ONE_PROCESS,
+              cause: error,
+            });
+          }
           throw new GatekeptError(error.code, named(error.message), {
             details: error.details.map(named),
             ...(error.suggestion ? { suggestion: named(error.suggestion) } : {}),

@@ -1,7 +1,10 @@
-import { existsSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
+import { isUnder } from '../runtime/host-binds.js';
+import { SANDBOX_HOME, SANDBOX_TMP } from '../runtime/sandbox.js';
 
 /**
  * How an environment is loaded beyond its id: keyword arguments for its
@@ -126,9 +129,99 @@ export function parseDatasetFiles(entries: readonly string[], cwd: string): Reco
   return out;
 }
 
-/** The directories the environment's code must be able to read, for the sandbox's read-only binds. */
+/**
+ * Where the sandbox mounts file systems of its own (its home, /tmp, /dev,
+ * /proc, the few files of /etc, the harness's directory) or shows nothing
+ * (/sys). A path in --env-args that holds one of them is never bound over
+ * it (nor is gatekept's temporary directory, which holds other runs' files),
+ * and one inside the kernel's or the system's own is not bound either: the
+ * environment finds the sandbox's own there (a writable /tmp for
+ * `cache_dir="/tmp"`, its own /dev/null), as a process finds a machine's own
+ * in training. Paths below its home or /tmp are bound there as anywhere.
+ */
+const SANDBOX_MOUNTS = [SANDBOX_HOME, SANDBOX_TMP, '/dev', '/proc', '/etc', '/srv/app'];
+const SYSTEM_OWN = ['/dev', '/proc', '/sys', '/etc'];
+
+/** The characters `glob` (and `datasets`' data_files) expand: a pattern is read from the directory before its first one. */
+const GLOB_CHARACTERS = /[*?[]/;
+
+function realOrNull(entry: string): string | null {
+  try {
+    return realpathSync(entry);
+  } catch {
+    return null;
+  }
+}
+
+/** The existing path a string value names: itself, or for a pattern the directory it expands in. */
+function namedPath(value: string): string | null {
+  if (!path.isAbsolute(value) || value.includes('\0')) return null;
+  const segments = path.normalize(value).split(path.sep);
+  const pattern = segments.findIndex((segment) => GLOB_CHARACTERS.test(segment));
+  return realOrNull(pattern < 0 ? value : segments.slice(0, pattern).join(path.sep) || path.sep);
+}
+
+function strings(value: unknown, out: string[]): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const entry of value) strings(entry, out);
+  else if (value !== null && typeof value === 'object') for (const entry of Object.values(value)) strings(entry, out);
+  return out;
+}
+
+/**
+ * The host paths --env-args names: every string in it (nested ones too)
+ * that is an absolute path existing here, or a pattern (`/data/*.parquet`)
+ * whose directory exists, as the environment's code reads it when vf-eval
+ * passes the same arguments. The user named them, so every process that
+ * loads the environment (the loader, the gate's workers, the fresh process)
+ * is shown them, read-only and through the same binds as any directory the
+ * user names (see host-binds.ts); never over what the sandbox has of its own
+ * (see SANDBOX_MOUNTS). A relative path is none of them: the environment
+ * loads in a directory of its own, not in the one gatekept was started from.
+ */
+export function envArgPaths(envArgs: Readonly<Record<string, unknown>>, temp: string = tmpdir()): string[] {
+  const held = [...SANDBOX_MOUNTS, ...[realOrNull(temp)].filter((entry): entry is string => entry !== null)];
+  const found: string[] = [];
+  for (const value of strings(envArgs, [])) {
+    const named = namedPath(value);
+    if (named === null || found.includes(named)) continue;
+    // The root, /home, /tmp itself; /dev/null, /etc/passwd.
+    if (held.some((entry) => isUnder(entry, named)) || SYSTEM_OWN.some((entry) => isUnder(named, entry))) continue;
+    found.push(named);
+  }
+  return found;
+}
+
+/**
+ * The strings of --env-args that name an existing path relative to `cwd`
+ * (`"data/futurex"`), each with the absolute path it names there: vf-eval,
+ * run from `cwd`, would read it, but the environment loads in a directory of
+ * its own, where it names nothing. Said when the load fails.
+ */
+export function relativeEnvArgPaths(envArgs: Readonly<Record<string, unknown>>, cwd: string): { given: string; absolute: string }[] {
+  const found: { given: string; absolute: string }[] = [];
+  for (const value of strings(envArgs, [])) {
+    if (value.trim() === '' || path.isAbsolute(value) || value.includes('\0') || found.some((entry) => entry.given === value)) continue;
+    const absolute = path.resolve(cwd, value);
+    if (absolute !== path.resolve(cwd) && existsSync(absolute)) found.push({ given: value, absolute });
+  }
+  return found;
+}
+
+/**
+ * What every process that loads the environment reads beyond its code and
+ * the local dataset files: the Hugging Face cache and the paths --env-args
+ * names. The loader and the gate's processes bind the same (the gate's read
+ * copies of the dataset files, beside its shim), so that none loads what
+ * another cannot.
+ */
+export function loadReadable(load: EnvLoad): string[] {
+  return [...(load.hf.datasets ? [load.hf.datasets] : []), ...(load.hf.hub ? [load.hf.hub] : []), ...envArgPaths(load.envArgs)];
+}
+
+/** The paths the environment's loader must be able to read, for the sandbox's read-only binds. */
 export function readablePaths(load: EnvLoad): string[] {
-  return [...Object.values(load.datasets), ...(load.hf.datasets ? [load.hf.datasets] : []), ...(load.hf.hub ? [load.hf.hub] : [])];
+  return [...Object.values(load.datasets), ...loadReadable(load)];
 }
 
 /** What python/env_loader.py reads (see its `load_options`). */
@@ -140,4 +233,20 @@ export function loaderConfig(load: EnvLoad): Record<string, unknown> {
     hf_hub_cache: load.hf.hub,
     ...(load.maxRows !== undefined ? { max_rows: load.maxRows } : {}),
   };
+}
+
+/**
+ * The load as the gate's processes read it from their shim's directory
+ * `dir`: the local dataset files copied there (which they read anyway), the
+ * rest as it is.
+ */
+export async function shimLoad(load: EnvLoad, dir: string): Promise<EnvLoad> {
+  const datasets: Record<string, string> = {};
+  let index = 0;
+  for (const [name, file] of Object.entries(load.datasets)) {
+    const copy = path.join(dir, `dataset-${index++}${path.extname(file)}`);
+    await copyFile(file, copy);
+    datasets[name] = copy;
+  }
+  return { ...load, datasets };
 }

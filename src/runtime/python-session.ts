@@ -521,7 +521,12 @@ export async function openVerifierSession(options: SessionOptions, launcher: Wor
 async function startSession(normalised: NormalisedOptions, sandbox: Sandbox, launcher: WorkerLauncher | null = null): Promise<VerifierSession> {
   const runtime = await probePython(normalised.python);
   const workdir = await makeWorkDir(liveDirRegistry());
-  const readable = [...runtime.paths, ...normalised.pythonpath, ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : [])];
+  const readable = [
+    ...runtime.paths,
+    ...normalised.pythonpath,
+    ...normalised.readable,
+    ...(normalised.target.kind === 'file' ? [path.dirname(normalised.target.path)] : []),
+  ];
   // In the sandbox, the interpreter's own executable rather than a wrapper
   // around it (a pyenv shim needs machinery the sandbox hides); without it,
   // the interpreter exactly as given.

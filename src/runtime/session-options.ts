@@ -13,6 +13,12 @@ export interface SessionOptions {
   python: string;
   target: VerifierTarget;
   pythonpath: string[];
+  /**
+   * Host paths the verifier reads that are not on its import path (files a
+   * caller names, a cache), bound read-only beside `pythonpath` (default
+   * none). A path that does not exist is left out.
+   */
+  readable?: string[];
   completionFormat: CompletionFormat;
   callTimeoutMs: number;
   importTimeoutMs: number;
@@ -51,6 +57,7 @@ const buildOptionsSchema = () =>
       z.object({ kind: z.literal('file'), path: z.string().min(1), fn: z.string().min(1) }),
     ]),
     pythonpath: z.array(z.string().min(1)),
+    readable: z.array(z.string().min(1)).optional(),
     completionFormat: z.enum(COMPLETION_FORMATS),
     callTimeoutMs: z.number().int().positive(),
     importTimeoutMs: z.number().int().positive(),
@@ -86,11 +93,12 @@ export function checkedSessionOptions(options: unknown): ParsedOptions | null {
   if (target.kind === 'module' && isName(target.module)) checkedTarget = { kind: 'module', module: target.module, fn: target.fn };
   else if (target.kind === 'file' && isName(target.path)) checkedTarget = { kind: 'file', path: target.path, fn: target.fn };
   else return null;
-  const { python, pythonpath, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox, warmUp } = options;
+  const { python, pythonpath, readable, completionFormat, callTimeoutMs, importTimeoutMs, memoryMb, outputCapBytes, sandbox, warmUp } = options;
   if (
     !isName(python) ||
     !Array.isArray(pythonpath) ||
     !pythonpath.every(isName) ||
+    !(readable === undefined || (Array.isArray(readable) && readable.every(isName))) ||
     !(COMPLETION_FORMATS as readonly unknown[]).includes(completionFormat) ||
     !isCount(callTimeoutMs, 1) ||
     !isCount(importTimeoutMs, 1) ||
@@ -105,6 +113,7 @@ export function checkedSessionOptions(options: unknown): ParsedOptions | null {
     python,
     target: checkedTarget,
     pythonpath: [...pythonpath],
+    ...(readable === undefined ? {} : { readable: [...(readable as string[])] }),
     completionFormat: completionFormat as ParsedOptions['completionFormat'],
     callTimeoutMs,
     importTimeoutMs,
@@ -141,6 +150,7 @@ export function normaliseOptions(options: SessionOptions): NormalisedOptions {
     python: resolvePython(value.python),
     target,
     pythonpath: value.pythonpath.map((entry) => path.resolve(entry)),
+    readable: (value.readable ?? []).map((entry) => path.resolve(entry)),
     outputCapBytes: value.outputCapBytes ?? DEFAULT_OUTPUT_CAP_BYTES,
     sandbox: value.sandbox ?? 'auto',
     warmUp: value.warmUp ?? true,

@@ -137,13 +137,20 @@ export class WorkerPool implements CallQueue {
     return pool;
   }
 
+  /** The first worker's, once `ready` has resolved. */
   get info(): VerifierInfo {
-    return this.sessions[0]!.info;
+    return this.upSession().info;
   }
 
   /** How the workers are isolated (every worker of a pool alike). */
   get isolation(): VerifierSession['isolation'] {
-    return this.sessions[0]!.isolation;
+    return this.upSession().isolation;
+  }
+
+  private upSession(): VerifierSession {
+    const session = this.sessions[0];
+    if (!session) throw new Error(this.closed ? 'worker pool is closed' : 'no worker of the pool is up yet');
+    return session;
   }
 
   get size(): number {
@@ -221,6 +228,8 @@ export class WorkerPool implements CallQueue {
         if (first) this.startMs = Math.max(performance.now() - this.started, 1);
         if (this.closed) {
           void session.close();
+          // Closed before its first worker was up, the pool has none: `ready` must not say otherwise.
+          if (first) throw new Error('worker pool is closed');
           return;
         }
         // On a cluster the n-th session serves the n-th slot.

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { GatekeptError } from '../errors.js';
+import { loaderConfig, shimLoad, type EnvLoad } from '../env-audit/env-load.js';
 import { copyEnvShim, inspectEnv } from '../env-audit/inspect-env.js';
 import type { SandboxMode } from '../runtime/sandbox.js';
 import type { Rollout } from './read-rollouts.js';
@@ -38,6 +39,8 @@ export interface EnvScoringOptions {
   sandbox?: SandboxMode;
   /** The environment's rows, when the caller has loaded it already (audit --env): it is not loaded again. */
   rows?: readonly EnvRow[];
+  /** With `rows`: how the caller loaded it (audit --env's arguments, local datasets, cache), for the workers to load it alike. */
+  load?: EnvLoad;
 }
 
 export interface EnvRow {
@@ -87,7 +90,8 @@ export async function openEnvScoring(options: EnvScoringOptions): Promise<EnvSco
   const dir = await mkdtemp(path.join(tmpdir(), `gatekept-scan-shim-${process.pid}-`));
   try {
     await copyEnvShim(dir);
-    await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: null }));
+    const load = options.load ? loaderConfig(await shimLoad(options.load, dir)) : null;
+    await writeFile(path.join(dir, 'env_shim.json'), JSON.stringify({ spec: options.spec, reward: null, load }));
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     throw error;

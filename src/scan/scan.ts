@@ -13,6 +13,7 @@ import { parseVerifierSpec } from '../runtime/verifier-spec.js';
 import { WorkerPool } from '../runtime/worker-pool.js';
 import type { AnswerType, CompletionFormat } from '../types.js';
 import { asCandidate, firstPass, judgeRollout, uncalibrated, type Judged } from './classify.js';
+import { loadReadable, type EnvLoad } from '../env-audit/env-load.js';
 import { openEnvScoring, rowPlacer, type EnvRow } from './env-scoring.js';
 import { GoldBook } from './gold-book.js';
 import { openRollouts, parseFieldMap, type Rollout, type RolloutSource } from './read-rollouts.js';
@@ -50,6 +51,14 @@ export interface ScanOptions {
    * there instead of starting workers that load it again, and leaves them running.
    */
   envCalls?: CallQueue;
+  /**
+   * With `env` and `envRows`, when no `envCalls` are given: how the caller
+   * loaded the environment (audit --env's arguments, local datasets, cache).
+   * The scan's own workers load it the same way and see what the caller's
+   * loader saw: its directory and `pythonpath`, not `cwd`, on the import
+   * path, and the paths the load names bound read-only.
+   */
+  envLoad?: EnvLoad;
   /** `completion=response,answer=ground_truth` mappings for a plain JSONL. */
   fields?: readonly string[];
   answerType?: AnswerType | 'auto';
@@ -142,7 +151,12 @@ async function scanSource(
   const python = resolvePython(options.python, cwd);
   const spec = options.env === undefined ? null : envSpec(options.env, cwd);
   // An environment's directory goes on the import path too, so the sandbox shows it to the workers wherever it lies.
-  const pythonpath = [cwd, ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)), ...(spec !== null && path.isAbsolute(spec) ? [spec] : [])];
+  const envLoad = spec !== null && options.envRows ? (options.envLoad ?? null) : null;
+  const pythonpath = [
+    ...(envLoad ? [] : [cwd]),
+    ...(options.pythonpath ?? []).map((dir) => path.resolve(cwd, dir)),
+    ...(spec !== null && path.isAbsolute(spec) ? [spec] : []),
+  ];
   // Workers that score the environment already (audit --env's) are used as they are: no shim, no workers of the scan's own.
   const shared = spec !== null && options.envCalls && options.envRows ? options.envCalls : null;
   const scoring =
@@ -156,6 +170,7 @@ async function scanSource(
           memoryMb: policy.limits.memoryMb,
           ...(options.sandbox ? { sandbox: options.sandbox } : {}),
           ...(options.envRows ? { rows: options.envRows } : {}),
+          ...(envLoad ? { load: envLoad } : {}),
         });
   const pool: CallQueue =
     shared ??
@@ -164,6 +179,7 @@ async function scanSource(
       ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       target: parseVerifierSpec(scoring?.reward ?? options.reward!, cwd),
       pythonpath,
+      ...(envLoad ? { readable: loadReadable(envLoad) } : {}),
       // The environment's shim takes the completion as text, as audit --env calls it.
       completionFormat: scoring ? 'string' : (options.completionFormat ?? 'messages'),
       callTimeoutMs: policy.timeouts.callMs,

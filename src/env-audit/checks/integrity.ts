@@ -90,7 +90,19 @@ function hiddenHint(failure: string, hidden: readonly string[]): string {
   return ` (${names} in the environment's directory ${named.length === 1 ? 'is' : 'are'} hidden in the sandbox, as every dot-entry of a directory bound in is, since such entries often hold secrets such as .env or .git: keep what the environment reads there under a name without the leading dot)`;
 }
 
-export function checkIntegrity(inspected: InspectedEnv, served: readonly string[] = [], hidden: readonly string[] = []): CheckResult {
+/** Relative paths in --env-args name nothing where the environment loads: the absolute path each names here. */
+function relativeHint(relative: readonly { given: string; absolute: string }[]): string {
+  if (relative.length === 0) return '';
+  const named = relative.map(({ given, absolute }) => `${JSON.stringify(given)} (${absolute})`).join(', ');
+  return `; --env-args gives ${named} as a relative path, which the environment, loading in a directory of its own, does not find: if it is a path, give it as an absolute one`;
+}
+
+export function checkIntegrity(
+  inspected: InspectedEnv,
+  served: readonly string[] = [],
+  hidden: readonly string[] = [],
+  relative: readonly { given: string; absolute: string }[] = [],
+): CheckResult {
   const sideEffects = effectGroups(inspected.side_effects ?? []);
   const effects = effectsFailure(sideEffects);
   if (!inspected.ok && inspected.stage === LOAD_TIMEOUT_STAGE) {
@@ -117,7 +129,7 @@ export function checkIntegrity(inspected: InspectedEnv, served: readonly string[
       name: 'integrity',
       status: 'FAIL',
       score: 0,
-      justification: `does not load (${inspected.stage}): ${inspected.error}${missing}${effects ? `; ${effects}` : ''}${hiddenHint(`${inspected.error} ${sideEffects.flatMap((group) => group.examples).join(' ')}`, hidden)}`,
+      justification: `does not load (${inspected.stage}): ${inspected.error}${missing}${effects ? `; ${effects}` : ''}${hiddenHint(`${inspected.error} ${sideEffects.flatMap((group) => group.examples).join(' ')}`, hidden)}${relativeHint(relative)}`,
       evidence: { loaded: false, stage: inspected.stage, error: inspected.error, missing_module: inspected.missing_module, side_effects: sideEffects },
     };
   }
