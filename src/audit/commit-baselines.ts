@@ -1,7 +1,6 @@
-import type { FormatName } from './answer-values.js';
+import { isCustomFormat, type FormatName } from './answer-values.js';
 import { slotValue } from './committed-answer.js';
 import { formatsSpoken, inLayout, type Levels, type Probe } from './calibrate.js';
-import { isCustomFormat } from './answer-values.js';
 import type { Candidate } from './expand-candidates.js';
 import { sameValue } from './invariance.js';
 import { layoutOf } from './judge.js';
